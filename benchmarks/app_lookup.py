@@ -1,0 +1,134 @@
+"""How fast the lookup app answers, on a synthetic dataset of 50,000 rows over many pairs.
+
+    python benchmarks/app_lookup.py [--pairs 50] [--models 1000] [--browser]
+
+1. Writes the dataset (one parquet file per pair, `publish`'s layout and schema) under a temporary folder.
+2. In-process, what the server runs for each request: loading the tables once, then views with filters and
+   searches, model pages, a diff between two pairs and the failure causes; median, 95th percentile and max in ms.
+3. With --browser: starts the app (`serve_app`) as a child process on 127.0.0.1, opens it in Debian's Chromium
+   (Playwright) and measures the time from navigation to the first table row on screen ("usable"), and from typing
+   a search to the table's answer.
+"""
+import argparse, os, socket, subprocess, sys, tempfile, time, urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from neuron_support.app import ALL, LATEST, RESULTS, Results, load_tables
+from neuron_support.publish import frame, synthetic_row, table_path, write_table
+
+TASKS = ["text-generation", "image-text-to-text", "fill-mask", "text-classification", "translation", "feature-extraction"]
+RUNNERS = ["run_dense", "run_multimodal", "run_encoder", "run_encoder", "run_seq2seq", "run_encoder"]
+
+
+def build(folder: Path, n_pairs: int, n_models: int, seed: int = 0) -> int:
+    "n_pairs tables of n_models rows each, over a pool of 2 * n_models model ids; returns the row count."
+    rng = np.random.default_rng(seed)
+    pool = [f"org{i % 97}/model-{i:05d}" for i in range(2 * n_models)]
+    weights = np.array([0.55, 0.08, 0.12, 0.05, 0.06, 0.04, 0.10])  # PASS, the FAIL classes, EXCLUDED
+    for p in range(n_pairs):
+        pair = f"neuronxcc-2.{p // 10 + 10}.{p % 10}.0/transformers-5.{p % 7 + 20}.0"
+        when = f"2025-{1 + p // 28:02d}-{1 + p % 28:02d}T10:00:00Z"
+        ids = rng.choice(len(pool), n_models, replace=False)
+        res = rng.choice(len(RESULTS), n_models, p=weights)
+        rows = []
+        for rank, (i, r) in enumerate(zip(ids, res)):
+            t = i % len(TASKS)
+            extra = {} if RESULTS[r] == "EXCLUDED" else dict(runner=RUNNERS[t], neuron_cores=int(2 ** (i % 5)),
+                                                              hbm_peak_gb=float(i % 40), hbm_capacity_gb=24.0 * 2 ** (i % 5))
+            rows.append(synthetic_row(pool[i], RESULTS[r], pair, when, task=TASKS[t],
+                                      selection_rank=rank + 1 if rank < 100 else None, **extra))
+        write_table(frame(rows), table_path(folder, pair))
+    return n_pairs * n_models
+
+
+def timed(fn, *args) -> float:
+    t = time.perf_counter(); fn(*args); return (time.perf_counter() - t) * 1000
+
+
+def stats(ms: list) -> str:
+    a = np.array(ms)
+    return f"median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   max {a.max():6.1f} ms   (n={len(a)})"
+
+
+def in_process(folder: Path, seed: int = 1) -> Results:
+    rng = np.random.default_rng(seed)
+    t = time.perf_counter(); df = load_tables(folder); load = time.perf_counter() - t
+    t = time.perf_counter(); results = Results(df, source=str(folder)); index = time.perf_counter() - t
+    print(f"rows {len(df):,}, pairs {len(results.pairs)}, models {len(results.by_model):,}")
+    print(f"load tables once: {load:.2f} s; build indexes: {index:.2f} s")
+    models = list(results.by_model)
+    views = []
+    for _ in range(200):
+        v = rng.choice(["Selected", "Downloads", "Trending"])
+        args = (v, rng.choice([ALL, *results.tasks]), rng.choice([ALL, *results.runners]), rng.choice([ALL, *RESULTS]),
+                rng.choice([LATEST, *results.pairs]), rng.choice(["", "model-0", "ORG1", models[rng.integers(len(models))][-5:]]))
+        views.append(timed(lambda: results.view_table(results.view_rows(*args), v)))
+    pages = [timed(results.model_outputs, models[rng.integers(len(models))]) for _ in range(200)]
+    diffs = [timed(results.pair_diff, *rng.choice(results.pairs, 2, replace=False)) for _ in range(20)]
+    causes = [timed(results.failure_causes, rng.choice([LATEST, *results.pairs])) for _ in range(20)]
+    print(f"view + filters + search: {stats(views)}")
+    print(f"model page:              {stats(pages)}")
+    print(f"diff of two pairs:       {stats(diffs)}   (first time; then cached)")
+    print(f"failure causes:          {stats(causes)}")
+    return results
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+
+
+def in_browser(folder: Path, loads: int = 3):
+    from playwright.sync_api import sync_playwright
+    port = free_port()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+    code = f"from neuron_support.app import serve_app; serve_app({str(folder)!r}, port={port}, host='127.0.0.1', popularity=False)"
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        while True:
+            try: urllib.request.urlopen(url, timeout=5); break
+            except OSError: time.sleep(0.2)
+        print(f"server start (imports, load, charts): {time.perf_counter() - t:.1f} s")
+        args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+            usable, warm, searches = [], [], []
+            for _ in range(loads):
+                ctx = b.new_context()    # a fresh context: nothing cached, a first visit
+                pg = ctx.new_page()
+                t = time.perf_counter(); pg.goto(url)
+                pg.locator("#models-table [role=row].virtual-row").first.wait_for(timeout=30_000)
+                usable.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter(); pg.reload()   # a later visit: the page's scripts are cached
+                pg.locator("#models-table [role=row].virtual-row").first.wait_for(timeout=30_000)
+                warm.append((time.perf_counter() - t) * 1000)
+                box = pg.locator("#search textarea, #search input").first
+                for q in ("model-0001", "org5/", "model-01"):
+                    before = pg.locator("#count textarea, #count input").first.input_value()
+                    t = time.perf_counter(); box.fill(q)
+                    pg.wait_for_function("([s, b]) => document.querySelector(s).value !== b", arg=["#count textarea, #count input", before])
+                    searches.append((time.perf_counter() - t) * 1000)
+                ctx.close()
+            b.close()
+        print(f"page usable, first visit (navigation to first row): {stats(usable)}")
+        print(f"page usable, later visit (scripts cached):          {stats(warm)}")
+        print(f"search typed to table answered:        {stats(searches)}")
+    finally:
+        proc.terminate(); proc.wait(10)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=50)
+    ap.add_argument("--models", type=int, default=1000)
+    ap.add_argument("--browser", action="store_true")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter(); n = build(Path(d), a.pairs, a.models)
+        print(f"synthetic dataset: {n:,} rows in {a.pairs} pairs, written in {time.perf_counter() - t:.1f} s")
+        in_process(Path(d))
+        if a.browser: in_browser(Path(d))

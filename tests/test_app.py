@@ -1,0 +1,272 @@
+"""The lookup app in a real browser: Debian's Chromium driven by Playwright, against the app started as a child
+process on 127.0.0.1, serving a dataset published to the local Hub and read back through hf://datasets/...
+
+The dataset uses the local Hub's model ids (tests/conftest.py), so that the app's Downloads and Trending views are
+ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
+script: they must show as text, and the script must never run.
+"""
+import os, shutil, socket, subprocess, sys, time, urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from neuron_support.app import HOSTILE_NOTE, demo_rows
+from neuron_support.publish import empty_table, merge, table_path, write_table
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ORG = "neuron-support-test"
+REPO = "neuron-support-test/app-dataset"
+TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes; a real one is never used here
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAIRS = ["neuronxcc-2.20.1.0/transformers-5.23.0", "neuronxcc-2.21.2.0/transformers-5.24.0",
+         "neuronxcc-2.22.0.0/transformers-5.24.0"]
+EVIL = "evil/<script>window.__pwned=3</script>"
+TASKS = {f"{ORG}/tiny-bert": "fill-mask", EVIL: "text-generation"}  # the others are text-generation on the Hub
+# model -> result on each pair, oldest first
+SWEEPS = {f"{ORG}/tiny-llama-a": ["FAIL(load)", "PASS", "PASS"], f"{ORG}/tiny-llama-b": ["PASS", "PASS", "FAIL(gen)"],
+          f"{ORG}/tiny-llama-c": ["PASS", "PASS", "PASS"], f"{ORG}/tiny-llama-d": ["FAIL(gen)", "FAIL(gen)", "FAIL(gen)"],
+          f"{ORG}/tiny-llama-e": ["PASS", "FAIL(output)", "PASS"], f"{ORG}/tiny-bert": ["PASS", "PASS", "FAIL(forward)"],
+          f"{ORG}/too-large": ["EXCLUDED"] * 3, EVIL: ["PASS", "PASS", "FAIL(gen)"]}
+SELECTION = (f"{ORG}/tiny-llama-c", f"{ORG}/tiny-llama-a", EVIL, f"{ORG}/tiny-bert")
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_dataset(folder: Path) -> dict:
+    "Three pairs of rows for the Hub's models; returns {(pair, model): row}."
+    rows = {}
+    for i, (pair, when) in enumerate(zip(PAIRS, ["2025-05-01T10:00:00Z", "2025-06-01T10:00:00Z", "2025-07-01T10:00:00Z"])):
+        sweep = demo_rows(pair, when, {m: r[i] for m, r in SWEEPS.items()}, ranks=SELECTION)
+        for r in sweep:
+            r["task"] = TASKS.get(r["model_id"], "text-generation")
+            if r["model_id"] == f"{ORG}/tiny-llama-a": r["notes"] = HOSTILE_NOTE
+            if r["model_id"] == EVIL and r["result"] != "PASS": r["error"] = HOSTILE_NOTE
+            rows[pair, r["model_id"]] = r
+        write_table(merge(empty_table(), sweep), table_path(folder, pair))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def dataset(hub, tmp_path_factory):
+    "The dataset's tables, uploaded to the local Hub as `publish` lays them out; the rows as written."
+    folder = tmp_path_factory.mktemp("app-dataset")
+    rows = build_dataset(folder)
+    from huggingface_hub import HfApi
+    api = HfApi(token=TOKEN)
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    api.upload_folder(folder_path=folder, repo_id=REPO, repo_type="dataset", allow_patterns=["data/**"])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def app_url(dataset, hub):
+    "The app, a child process serving hf://datasets/REPO from the local Hub."
+    port = free_port()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    code = f"from neuron_support.app import serve_app; serve_app('hf://datasets/{REPO}', port={port}, host='127.0.0.1')"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url, deadline = f"http://127.0.0.1:{port}/", time.monotonic() + 180
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200: break
+            except OSError:
+                if proc.poll() is not None: pytest.fail(f"the app exited with {proc.returncode}: {proc.stdout.read()}")
+                if time.monotonic() > deadline: pytest.fail("the app did not answer within 180 s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try: proc.wait(10)
+        except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync = pytest.importorskip("playwright.sync_api")
+    with sync.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    "A fresh page on the app; records dialogs (an alert() would be a script that ran) and requests leaving 127.0.0.1."
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url.rstrip("/"))
+    pg = ctx.new_page()
+    pg.dialogs, pg.outside = [], []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else pg.outside.append(r.url))
+    pg.goto(app_url)
+    cell(pg, SELECTION[0]).wait_for(timeout=30_000)
+    yield pg
+    assert pg.dialogs == [] and pg.evaluate("window.__pwned") is None, "a script from the data ran"
+    assert pg.outside == [], f"the page reached outside 127.0.0.1: {pg.outside}"
+    ctx.close()
+
+
+def column(pg, name: str, table: str = "#models-table") -> list:
+    "The text of one column of a Gradio table on the page (its rows are role=row divs, its cells role=gridcell)."
+    return pg.evaluate("""([sel, name]) => {
+        const t = document.querySelector(sel);
+        const i = [...t.querySelectorAll('[role=columnheader]')].map(h => h.getAttribute('title')).indexOf(name);
+        if (i < 0) throw new Error('no column ' + name);
+        return [...t.querySelectorAll('[role=row].virtual-row')].map(r => r.querySelectorAll('[role=gridcell]')[i].innerText.trim());
+    }""", [table, name])
+
+
+def cell(pg, text: str, table: str = "#models-table"):
+    "The table cell that shows exactly `text` (Gradio also keeps a hidden sizing copy of one row)."
+    return pg.locator(f"{table} [role=gridcell]").get_by_text(text, exact=True)
+
+
+def wait_count(pg, text: str):
+    pg.wait_for_function("([sel, t]) => document.querySelector(sel)?.value === t",
+                         arg=["#count textarea, #count input", text], timeout=15_000)
+
+
+def test_main_view_shows_the_selection_in_rank_order(page):
+    assert column(page, "model") == list(SELECTION)
+    assert column(page, "rank") == ["1", "2", "3", "4"]
+    assert column(page, "result") == ["PASS", "PASS", "FAIL(gen)", "FAIL(forward)"]
+    assert set(column(page, "pair")) == {PAIRS[-1]}
+    DOCS.mkdir(exist_ok=True)
+    page.screenshot(path=str(DOCS / "app-main.png"), full_page=True)
+
+
+def test_views_follow_the_hubs_downloads_and_trending(page):
+    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    wait_count(page, "8 models")
+    # tiny-bert 1000 > a 500 > b 400 > c 300 > d 200 > e 100 > too-large 5; the evil id is not on the Hub: last
+    assert column(page, "model") == [f"{ORG}/tiny-bert", f"{ORG}/tiny-llama-a", f"{ORG}/tiny-llama-b", f"{ORG}/tiny-llama-c",
+                                     f"{ORG}/tiny-llama-d", f"{ORG}/tiny-llama-e", f"{ORG}/too-large", EVIL]
+    assert column(page, "downloads")[:2] == ["1,000", "500"]
+    page.locator("#view").get_by_text("Trending", exact=True).click()
+    page.wait_for_function("() => [...document.querySelectorAll('#models-table thead th')].some(h => h.innerText.trim() === 'trending')")
+    assert column(page, "model")[:3] == [f"{ORG}/tiny-bert", f"{ORG}/tiny-llama-e", f"{ORG}/tiny-llama-d"]
+
+
+def choose(pg, elem: str, value: str):
+    "Pick a value in a Gradio dropdown."
+    pg.locator(f"#{elem} input").click()
+    pg.locator(f'ul[role=listbox] li[aria-label="{value}"]').click()
+
+
+def test_filters_narrow_the_view(page, dataset):
+    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    wait_count(page, "8 models")
+    choose(page, "task", "fill-mask")
+    wait_count(page, "1 models")
+    assert column(page, "model") == [f"{ORG}/tiny-bert"]
+    choose(page, "task", "all")
+    choose(page, "result", "FAIL(gen)")
+    wait_count(page, "3 models")
+    assert set(column(page, "result")) == {"FAIL(gen)"}
+    choose(page, "pair", PAIRS[0])
+    wait_count(page, "1 models")
+    assert column(page, "model") == [f"{ORG}/tiny-llama-d"] and column(page, "pair") == [PAIRS[0]]
+    choose(page, "result", "all")
+    choose(page, "runner", "run_encoder")
+    encoders = [m for (p, m), r in dataset.items() if p == PAIRS[0] and r["runner"] == "run_encoder"]
+    wait_count(page, f"{len(encoders)} models")
+    assert column(page, "model") == sorted(encoders) and encoders
+
+
+def test_search_open_a_model_and_copy_its_script(page, dataset):
+    model = f"{ORG}/tiny-llama-b"
+    page.locator("#search textarea, #search input").first.fill("LLAMA-B")
+    wait_count(page, "0 models")   # the Selected view does not hold it ...
+    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    wait_count(page, "1 models")   # ... the Downloads view does
+    cell(page, model).click()
+    header = page.locator("#model-header")
+    header.get_by_text(model, exact=True).wait_for()
+    assert "FAIL(gen)" in header.inner_text() and PAIRS[-1] in header.inner_text()
+    assert column(page, "change", "#history") == ["", "", "stopped passing"]
+    assert column(page, "result", "#history") == ["PASS", "PASS", "FAIL(gen)"]
+    row = dataset[PAIRS[-1], model]
+    assert page.locator("#error textarea").input_value() == row["error"]
+    link = page.locator("#model-header a", has_text="executed notebook")
+    assert link.get_attribute("href").endswith(f"/datasets/{REPO}/blob/main/{row['notebook']}")
+    code = page.locator("#run-py .cm-content").inner_text()
+    assert code == row["run_py"].rstrip("\n")
+    page.locator("#run-py button[aria-label=Copy]").click()
+    page.wait_for_function("t => navigator.clipboard.readText().then(c => c === t)", arg=row["run_py"], timeout=5_000)
+    page.screenshot(path=str(DOCS / "app-model.png"), full_page=True)
+    # an older pair's details
+    choose(page, "model-pair", PAIRS[0])
+    page.locator("#model-header").get_by_text(PAIRS[0]).wait_for()
+    assert page.locator("#error textarea").input_value() == ""
+    assert page.locator("#run-py .cm-content").inner_text() == dataset[PAIRS[0], model]["run_py"].rstrip("\n")
+
+
+def test_a_model_opens_from_its_address(browser, app_url, dataset):
+    pg = browser.new_page()
+    pg.goto(app_url + f"?model={ORG}/tiny-llama-a")
+    pg.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-a", exact=True).wait_for(timeout=30_000)
+    assert column(pg, "change", "#history") == ["", "started passing", ""]
+    pg.close()
+
+
+def test_html_and_scripts_in_the_data_stay_text(page):
+    # a model id with a script, in the table
+    page.locator("#search textarea, #search input").first.fill("evil")
+    wait_count(page, "1 models")
+    evil = cell(page, EVIL)
+    assert evil.count() == 1
+    assert page.locator("#models-table script, #models-table img").count() == 0
+    evil.click()
+    page.locator("#model-header").get_by_text(EVIL, exact=True).wait_for()
+    assert page.locator("#model-header script, #model-header img").count() == 0
+    assert page.locator("#error textarea").input_value() == HOSTILE_NOTE
+    # a note with a script and an onerror image: as text in the notes box
+    page.locator("#model-id textarea, #model-id input").first.fill(f"{ORG}/tiny-llama-a")
+    page.locator("#model-id textarea, #model-id input").first.press("Enter")
+    page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-a", exact=True).wait_for()
+    assert page.locator("#notes textarea").input_value() == HOSTILE_NOTE
+    assert page.locator("#notes b, #notes script, #notes img").count() == 0
+    # the compiler team's views quote ids and errors too
+    page.get_by_role("tab", name="Failure causes").click()
+    page.locator("#causes [role=gridcell]").get_by_text(EVIL, exact=False).first.wait_for()
+    assert page.locator("#causes script, #causes img").count() == 0
+    page.get_by_role("tab", name="Regressions").click()
+    cell(page, EVIL, "#diff").wait_for()
+    assert page.locator("#diff script, #diff img").count() == 0
+    page.wait_for_timeout(500)   # give any injected handler time to fire before the fixture checks window.__pwned
+
+
+def test_regressions_and_charts(page, dataset):
+    page.get_by_role("tab", name="Regressions").click()
+    cell(page, f"{ORG}/tiny-llama-b", "#diff").wait_for()
+    changes = dict(zip(column(page, "model_id", "#diff"), column(page, "change", "#diff")))
+    assert changes == {f"{ORG}/tiny-llama-b": "regressed", f"{ORG}/tiny-bert": "regressed", EVIL: "regressed",
+                       f"{ORG}/tiny-llama-e": "fixed"}
+    page.get_by_role("tab", name="Charts").click()
+    for chart in ("#chart-results", "#chart-resources"):
+        img = page.locator(f"{chart} img").first
+        img.wait_for()
+        assert page.evaluate("e => e.naturalWidth", img.element_handle()) > 300
+
+
+def test_a_dataset_read_through_hf_equals_the_tables_written(dataset, hub):
+    "No browser: the frame the app holds is what was written, and a missing dataset repo is a one-line UsageError."
+    from neuron_support.app import load_tables
+    from neuron_support.stack import UsageError
+    df = load_tables(f"hf://datasets/{REPO}")
+    assert len(df) == len(dataset)
+    got = {(p, m): r for p, m, r in zip(df.pair, df.model_id, df.result)}
+    assert got == {k: r["result"] for k, r in dataset.items()}
+    with pytest.raises(UsageError, match="no dataset"):
+        load_tables(f"hf://datasets/{ORG}/no-such-dataset")
