@@ -1,0 +1,293 @@
+"""The sweep with real processes: Ray, papermill, kernels and rank processes.
+
+Most tests sweep a small notebook of their own (`probe_notebook`), which behaves like a run notebook (same
+parameters, writes run.py and result.json into out_dir) and, by the name of the model, passes, crashes its kernel,
+hangs with rank processes in their own sessions, or installs a package for its run. It logs each execution to a file,
+so that a test can count how many times each model ran. The demo test at the end runs the real run notebook on the
+real demo catalog.
+"""
+import contextlib, json, os, signal, subprocess, sys, textwrap, time, zipfile
+from pathlib import Path
+
+import nbformat, pandas as pd, psutil, pytest
+
+from neuron_support.publish import read_table, table_path
+from neuron_support.stack import detect_stack, pair_key
+from neuron_support.sweep import (Prefetch, SweepItem, journal_path, run_folder, summary, sweep, sync_cache,
+                                  tagged_processes)
+
+CPU = detect_stack("cpu", found={})
+PAIR = pair_key(CPU)
+
+PARAMETERS = """\
+model_id = ""
+revision = None
+out_dir = "."
+device = "cpu"
+backend = "aot_eager"
+cores = 1
+time_limit = 60
+log_file = ""
+library_version = ""
+hold = 0.0
+wheel = ""
+"""
+
+BODY = """\
+import importlib.util, json, os, subprocess, sys, time
+from datetime import datetime, timezone
+from pathlib import Path
+out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+with open(log_file, "a") as f: f.write(f"{model_id} start\\n")
+(out / "run.py").write_text(f"# run.py of {model_id}\\nprint('hello')\\n")
+kind = model_id.split("/")[1].split("-")[0]
+notes = f"cores={os.environ.get('NEURON_RT_VISIBLE_CORES', '-')}"
+(out / "cores.txt").write_text(f"{os.environ.get('NEURON_RT_VISIBLE_CORES', '-')} {time.time()}")
+if kind == "crash": os._exit(3)
+if kind == "hang":
+    ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True) for _ in range(cores)]
+    (out / "ranks.txt").write_text(" ".join(str(r.pid) for r in ranks))
+    time.sleep(600)
+in_child = subprocess.run([sys.executable, "-c", "import sweepleak"], capture_output=True).returncode == 0
+notes += f" leaked={importlib.util.find_spec('sweepleak') is not None or in_child}"
+if kind == "pkg":  # the run module's own mechanism: install into the run's site folder, PYTHONPATH for run.py only
+    from neuron_support.script import install_packages
+    os.environ.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(Path(wheel).parent))  # offline: the wheel's folder is the index
+    pins, why = install_packages(["sweepleak"], out / "site")
+    assert pins == ["sweepleak==0.1"], why
+    os.environ["PYTHONPATH"] = os.pathsep.join([str((out / "site").resolve()), os.environ.get("PYTHONPATH", "")])
+    sys.path.insert(0, str(out / "site")); import sweepleak
+    assert subprocess.run([sys.executable, "-c", "import sweepleak"]).returncode == 0
+time.sleep(hold)
+row = {"model_id": model_id, "library": "transformers", "neuron_cores": cores, "runner": "run_dense", "result": "PASS",
+       "notes": notes, "library_version": library_version, "transformers": library_version,
+       "tested_at": datetime.now(timezone.utc).isoformat(), "run_py": (out / "run.py").read_text(),
+       "device": device, "backend": backend}
+tmp = out / ".result.json.tmp"; tmp.write_text(json.dumps(row)); os.replace(tmp, out / "result.json")
+with open(log_file, "a") as f: f.write(f"{model_id} end\\n")
+"""
+
+
+@pytest.fixture(scope="module")
+def probe_notebook(tmp_path_factory) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(BODY)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path_factory.mktemp("probe") / "probe.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def leak_wheel(tmp_path_factory) -> Path:
+    "A real wheel of a one-module package, `sweepleak`, built by hand (pip installs it offline)."
+    path = tmp_path_factory.mktemp("wheel") / "sweepleak-0.1-py3-none-any.whl"
+    files = {"sweepleak/__init__.py": "X = 1\n",
+             "sweepleak-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: sweepleak\nVersion: 0.1\n",
+             "sweepleak-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items(): z.writestr(name, text)
+        z.writestr("sweepleak-0.1.dist-info/RECORD", "".join(f"{n},,\n" for n in files) + "sweepleak-0.1.dist-info/RECORD,,\n")
+    return path
+
+
+def probe_params(log: Path, stack=CPU, **kw) -> dict:
+    return {"log_file": str(log), "library_version": stack.library_version, **kw}
+
+
+def executions(log: Path) -> dict:
+    "How many times each model's notebook started and ended, from the probe's log."
+    lines = log.read_text().split() if log.exists() else []
+    pairs = list(zip(lines[::2], lines[1::2]))
+    return {m: (sum(1 for x, e in pairs if x == m and e == "start"), sum(1 for x, e in pairs if x == m and e == "end"))
+            for m in {m for m, _ in pairs}}
+
+
+def results(out: Path, pair: str = PAIR) -> dict:
+    t = read_table(table_path(out, pair))
+    return dict(zip(t.model_id, t.result))
+
+
+TRN2 = detect_stack(found={"neuron": [4, 24 * 2**30]},
+                    versions={**CPU.versions, "neuronx_cc": "2.21.33363.0", "torch_neuronx": "2.9.0.2.10.0"})
+TRN2_PAIR = pair_key(TRN2)
+
+
+def test_runs_crashes_and_hangs_each_get_their_row(tmp_path, probe_notebook, leak_wheel, monkeypatch):
+    """A simulated trn2 host with 4 NeuronCores (Ray's `neuron_cores` declared by hand, FACTS.md): runs pass, crash,
+    hang with 2 ranks, install a package; each gets its row, the hang is killed with its ranks, cores are contiguous."""
+    items = [{"model_id": "t/pass-1", "decision": "run", "cores": 1, "runner": "run_dense", "selection_rank": 1},
+             {"model_id": "t/hang-1", "decision": "run", "cores": 2, "runner": "run_dense", "selection_rank": 2},
+             {"model_id": "q/quantized", "decision": "excluded", "reason": "quantized: gptq", "exclusion": "quantized"},
+             {"model_id": "t/skipped", "decision": "skip", "reason": "unchanged"},
+             {"model_id": "t/crash-1", "decision": "run", "cores": 1, "runner": "run_dense"},
+             {"model_id": "t/pkg-1", "decision": "run", "cores": 1, "runner": "run_dense"},
+             {"model_id": "t/pass-2", "decision": "run", "cores": 4, "runner": "run_dense"},
+             {"model_id": "t/pass-3", "decision": "run", "cores": 1, "runner": "run_dense"}]
+    log, out = tmp_path / "executions.log", tmp_path / "out"
+    public, local, pushed = tmp_path / "public-cache", tmp_path / "neff-cache", tmp_path / "pushed-cache"
+    (public / "neuronxcc-2.21.33363.0" / "MODULE_1").mkdir(parents=True)
+    (public / "neuronxcc-2.21.33363.0" / "MODULE_1" / "model.neff").write_bytes(b"compiled graph")
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(local))
+    t0 = time.time()
+    sweep(max_runs=5, out_dir=out, items=items, notebook=probe_notebook, stack=TRN2, time_limit=45, grace=5,
+          parameters=probe_params(log, TRN2, wheel=str(leak_wheel)),
+          cache_from=str(public / "neuronxcc-2.21.33363.0"), push_cache=str(pushed))
+    took = time.time() - t0
+    table = read_table(table_path(out, TRN2_PAIR)).set_index("model_id")
+    # max_runs=5: the sixth "run" item is not reached; the skipped one gets nothing; the excluded one its row
+    assert sorted(table.index) == ["q/quantized", "t/crash-1", "t/hang-1", "t/pass-1", "t/pass-2", "t/pkg-1"]
+    assert table.loc["q/quantized", "result"] == "EXCLUDED" and table.loc["q/quantized", "exclusion"] == "quantized"
+    assert pd.isna(table.loc["q/quantized", "neuron_cores"]) and pd.isna(table.loc["q/quantized", "runner"])
+    for m in ("t/pass-1", "t/pkg-1", "t/pass-2"): assert table.loc[m, "result"] == "PASS", (m, table.loc[m, "notes"])
+    # the crash: its kernel died; the hang: killed at the limit, with its ranks, and nothing else it started survives
+    assert table.loc["t/crash-1", "result"] == "FAIL(other)" and "exit code" in table.loc["t/crash-1", "error"]
+    assert table.loc["t/hang-1", "result"] == "FAIL(other)" and "time limit of 45 s" in table.loc["t/hang-1", "error"]
+    assert table.loc["t/hang-1", "run_py"].startswith("# run.py of t/hang-1")
+    ranks = [int(p) for p in (run_folder(out, TRN2_PAIR, "t/hang-1") / "ranks.txt").read_text().split()]
+    assert len(ranks) == 2 and not [p for p in ranks if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    for m in ("t/pass-1", "t/hang-1", "t/crash-1", "t/pkg-1", "t/pass-2"):
+        d = run_folder(out, TRN2_PAIR, m)
+        assert tagged_processes(str(d.resolve())) == [], m
+        # each run has its notebook, script and row
+        assert {"run.ipynb", "run.py", "result.json"} <= {p.name for p in d.iterdir()}, m
+        assert json.loads((d / "result.json").read_text())["model_id"] == m
+    assert table.loc["t/pass-1", "selection_rank"] == 1 and pd.isna(table.loc["t/pass-2", "selection_rank"])
+    # each run saw only its own cores, as one contiguous range of its plan's size
+    seen = {}
+    for m, k in (("t/pass-1", 1), ("t/hang-1", 2), ("t/crash-1", 1), ("t/pkg-1", 1), ("t/pass-2", 4)):
+        d = run_folder(out, TRN2_PAIR, m)
+        visible, start = (d / "cores.txt").read_text().split()
+        first, _, last = visible.partition("-")
+        cores = set(range(int(first), int(last or first) + 1))
+        assert len(cores) == k and min(cores) % k == 0, (m, visible)  # contiguous, aligned on its size
+        seen[m] = (cores, float(start), (d / "result.json").stat().st_mtime)
+    for a in seen:
+        for b in seen:
+            if a < b and seen[a][1] < seen[b][2] and seen[b][1] < seen[a][2]:  # in flight at the same time
+                assert not seen[a][0] & seen[b][0], (a, b, seen)
+    # the package installed by t/pkg-1 for its run is not importable in the run after it (t/pass-2 needs all 4 cores)
+    assert "leaked=False" in table.loc["t/pass-2", "notes"], table.loc["t/pass-2", "notes"]
+    assert executions(log) == {m: (1, 1 if "pass" in m or "pkg" in m else 0)
+                               for m in ("t/pass-1", "t/hang-1", "t/crash-1", "t/pkg-1", "t/pass-2")}
+    assert json.loads(journal_path(out, TRN2_PAIR).read_text())["done"]
+    # the compile cache came from the "public" cache before the runs, and went to the push destination after
+    assert (local / "MODULE_1" / "model.neff").read_bytes() == b"compiled graph"
+    assert (pushed / "MODULE_1" / "model.neff").read_bytes() == b"compiled graph"
+    assert took < 300, took
+
+
+def test_prefetch_stays_within_its_budget(hub, tmp_path):
+    "The weights of the runs to come are downloaded ahead, but no more bytes than the budget until a run ends."
+    from conftest import ORG
+    items = [SweepItem(f"{ORG}/tiny-llama-{c}", "run") for c in "ab"]
+    cache = tmp_path / "hf-cache"
+    one = Prefetch(items, endpoint=hub, cache_dir=cache).files(items[0])[1]
+    assert one > 0
+    fetch = Prefetch(items, budget_gb=1.5 * one / 2**30, endpoint=hub, cache_dir=cache)
+    fetch.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not fetch.fetched: time.sleep(0.1)
+    time.sleep(2)
+    assert fetch.fetched == [items[0].model_id]  # the second would go over the budget
+    fetch.release(items[0].model_id)
+    fetch.join(60)
+    assert fetch.fetched == [i.model_id for i in items]
+    for i in items:
+        assert list((cache / f"models--{i.model_id.replace('/', '--')}").glob("snapshots/*/model.safetensors")), i
+    assert Prefetch(items, endpoint=hub, cache_dir=cache).files(items[1])[1] == 0  # nothing left to download
+
+
+SWEEP_SCRIPT = """\
+import json, sys
+from neuron_support.sweep import sweep
+items = [{{"model_id": f"t/pass-{{i}}", "decision": "run", "cores": 1, "selection_rank": i}} for i in range(1, 7)]
+sweep(max_runs=4, out_dir=sys.argv[1], items=items, notebook={notebook!r}, slots=2, time_limit=60, parameters=json.loads(sys.argv[2]))
+"""
+
+
+def run_sweep_process(script: Path, out: Path, log: Path, **popen):
+    return subprocess.Popen([sys.executable, str(script), str(out), json.dumps(probe_params(log, hold=1.0))],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def test_sigkill_and_restart_loses_nothing_and_reruns_nothing(tmp_path, probe_notebook):
+    out, ref = tmp_path / "out", tmp_path / "reference"
+    log, log_ref = tmp_path / "out.log", tmp_path / "reference.log"
+    script = tmp_path / "sweep_probe.py"
+    script.write_text(SWEEP_SCRIPT.format(notebook=str(probe_notebook)))
+    # SIGKILL once two runs have finished and the third is in flight; then Ray's own processes go too (a lost host)
+    proc = run_sweep_process(script, out, log, start_new_session=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and len(list((out / "runs").glob("*/*/*/result.json"))) < 2: time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL); proc.wait()
+    finished_before = {json.loads(p.read_text())["model_id"]: json.loads(p.read_text())["tested_at"]
+                       for p in (out / "runs").glob("*/*/*/result.json")}
+    time.sleep(2)
+    with contextlib.suppress(ProcessLookupError): os.killpg(proc.pid, signal.SIGKILL)
+    assert len(finished_before) >= 2, proc.stdout.read()
+    assert not json.loads(journal_path(out, PAIR).read_text())["done"]
+    # started again with the same command: it resumes, and finishes
+    again = run_sweep_process(script, out, log)
+    text, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, text
+    assert "resuming the sweep" in text
+    # an uninterrupted sweep of the same list, for reference
+    uninterrupted = run_sweep_process(script, ref, log_ref)
+    text_ref, _ = uninterrupted.communicate(timeout=300)
+    assert uninterrupted.returncode == 0, text_ref
+    got, want = read_table(table_path(out, PAIR)), read_table(table_path(ref, PAIR))
+    assert list(got.model_id) == list(want.model_id) == [f"t/pass-{i}" for i in range(1, 5)]
+    assert list(got.result) == list(want.result) == ["PASS"] * 4
+    assert list(got.selection_rank) == list(want.selection_rank) == [1, 2, 3, 4]
+    # the models that had finished did not run again: one start each, and their rows are from those runs
+    runs = executions(log)
+    for m, tested_at in finished_before.items():
+        assert runs[m] == (1, 1), (m, runs)
+        assert got.set_index("model_id").loc[m, "tested_at"] == pd.Timestamp(tested_at)
+    assert all(e == 1 for _, e in runs.values()), runs  # every model finished exactly once
+    assert executions(log_ref) == {f"t/pass-{i}": (1, 1) for i in range(1, 5)}
+    for i in range(1, 7): assert tagged_processes(str(run_folder(out, PAIR, f"t/pass-{i}").resolve())) == []
+
+
+def test_demo_sweep_part(tmp_path):
+    """`sweep(demo=True)` as the README runs it, on a part of the demo's list (the whole demo takes far longer than a
+    test should here): the local Hub, the real selection, the real run notebook; each model gets its row."""
+    out = tmp_path / "out"
+    want = {"neuron-support-demo/tiny-llama": "PASS", "neuron-support-demo/tiny-no-weights": "EXCLUDED",
+            "neuron-support-demo/giant-405b": "EXCLUDED", "neuron-support-demo/tiny-llama-gptq": "EXCLUDED",
+            "neuron-support-demo/tiny-custom-code": "EXCLUDED"}
+    code = ("import sys; from neuron_support.sweep import sweep; "
+            f"sweep(demo=True, out_dir=sys.argv[1], only={sorted(want)!r}, slots=2, time_limit=900)")
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = read_table(table_path(out, PAIR)).set_index("model_id")
+    assert dict(table.result) == want, table[["result", "notes"]]
+    assert dict(table.exclusion.dropna()) == {"neuron-support-demo/giant-405b": "too-large",
+                                              "neuron-support-demo/tiny-no-weights": "no-weights",
+                                              "neuron-support-demo/tiny-llama-gptq": "quantized",
+                                              "neuron-support-demo/tiny-custom-code": "trust-remote-code"}
+    for m, r in want.items():
+        if r == "EXCLUDED": continue
+        d = run_folder(out, PAIR, m)
+        assert {"run.ipynb", "run.py", "result.json"} <= {f.name for f in d.iterdir()}, m
+        assert json.loads((d / "result.json").read_text())["result"] == r
+    assert table.loc["neuron-support-demo/tiny-llama", "notebook"].endswith("neuron-support-demo--tiny-llama/run.ipynb")
+    # the summary and where things are
+    assert "5 models: 1 PASS, 4 EXCLUDED" in p.stdout, p.stdout
+    assert f"table:     {table_path(out, PAIR)}" in p.stdout
+
+
+@pytest.mark.skipif(not os.environ.get("NEURON_SUPPORT_FULL_DEMO"), reason="the whole demo sweep takes 30 min or more on 2 CPUs: set NEURON_SUPPORT_FULL_DEMO=1")
+def test_whole_demo_sweep(tmp_path):
+    "`neuron-support sweep --demo`: every model of the demo catalog gets its row, every run its files."
+    from neuron_support.demo import build_demo
+    catalog = json.loads((build_demo() / "catalog.json").read_text())
+    out = tmp_path / "out"
+    code = "import sys; from neuron_support.sweep import sweep; sweep(demo=True, out_dir=sys.argv[1])"
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=4 * 3600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = read_table(table_path(out, PAIR))
+    assert set(table.model_id) == {m["id"] for m in catalog["models"]}
+    for m in table[table.result != "EXCLUDED"].model_id:
+        assert {"run.ipynb", "run.py", "result.json"} <= {f.name for f in run_folder(out, PAIR, m).iterdir()}, m
