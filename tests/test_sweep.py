@@ -250,9 +250,10 @@ def test_sigkill_and_restart_loses_nothing_and_reruns_nothing(tmp_path, probe_no
     for i in range(1, 7): assert tagged_processes(str(run_folder(out, PAIR, f"t/pass-{i}").resolve())) == []
 
 
-def test_demo_sweep_part(tmp_path):
+def test_demo_sweep_part(hub, tmp_path):
     """`sweep(demo=True)` as the README runs it, on a part of the demo's list (the whole demo takes far longer than a
-    test should here): the local Hub, the real selection, the real run notebook; each model gets its row."""
+    test should here): the local Hub, the real selection, the real run notebook; each model gets its row. Then its
+    rows are published to a Hub dataset and read back as the card says."""
     out = tmp_path / "out"
     want = {"neuron-support-demo/tiny-llama": "PASS", "neuron-support-demo/tiny-no-weights": "EXCLUDED",
             "neuron-support-demo/giant-405b": "EXCLUDED", "neuron-support-demo/tiny-llama-gptq": "EXCLUDED",
@@ -276,6 +277,15 @@ def test_demo_sweep_part(tmp_path):
     # the summary and where things are
     assert "5 models: 1 PASS, 4 EXCLUDED" in p.stdout, p.stdout
     assert f"table:     {table_path(out, PAIR)}" in p.stdout
+    # published (to the session's local Hub, which HF_ENDPOINT names) and read back with the card's own query
+    from neuron_support.publish import publish, validate
+    repo = "neuron-support-test/demo-sweep"
+    publish(out, repo, token="hf_local_test_writer")
+    back = pd.read_parquet(f"hf://datasets/{repo}/data")
+    pd.testing.assert_frame_equal(validate(back).set_index("model_id").sort_index(), table.sort_index())
+    query = ["neuronx_cc", "library", "library_version", "neuron_cores", "result"]
+    pd.testing.assert_frame_equal(back[back.model_id == "neuron-support-demo/tiny-llama"][query].reset_index(drop=True),
+                                  table.loc[["neuron-support-demo/tiny-llama"], query].reset_index(drop=True))
 
 
 @pytest.mark.skipif(not os.environ.get("NEURON_SUPPORT_FULL_DEMO"), reason="the whole demo sweep takes 30 min or more on 2 CPUs: set NEURON_SUPPORT_FULL_DEMO=1")
