@@ -53,8 +53,9 @@ def cmd_run(args):
     from pathlib import Path
     from neuron_support.script import run_model
     from neuron_support.stack import pair_key
+    from neuron_support.sweep import run_folder
     stack = stack_from(args)
-    out = Path(args.out or Path("out", "runs", pair_key(stack), args.model_id.strip("/").replace("/", "--")))
+    out = Path(args.out or run_folder("out", pair_key(stack), args.model_id.strip("/")))
     row = run_model(args.model_id, out, revision=args.revision, cores=args.cores, device=stack.device,
                     backend=stack.backend, core_gb=args.core_gb, time_limit=args.time_limit)
     print(f"{row['result']}  {row['model_id']}  on {row['neuron_cores']} core(s)  {row.get('notes') or ''}"[:200])
