@@ -115,7 +115,9 @@ def prompt_inputs(tok, plan:dict)->dict:
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 # %% ../nbs/04_runners.ipynb #db5c8e5c
-def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0)->dict:
+def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
+                   reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
+                  )->dict:
     "Generate (compiling), then again warm; the new tokens, timings, and the inputs for the CPU reference."
     gc_ = generation_config(plan, pad_token_id)
     dev_inputs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in inputs.items()}
@@ -129,7 +131,7 @@ def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_to
     tokens = out[0, start:].tolist()
     return {"tokens": tokens, "warm_tokens_equal": out2[0, start:].tolist() == tokens, "first_s": first_s, "warm_s": warm_s,
             "compile_s": max(first_s - warm_s, 0.0), "tokens_per_s": len(tokens) / warm_s if warm_s > 0 else None,
-            "input_ids": inputs["input_ids"][0].tolist()}
+            "input_ids": inputs["input_ids"][0].tolist(), "reference_inputs": reference_inputs or {}}
 
 # %% ../nbs/04_runners.ipynb #fb30bec3
 def run_dense(plan:dict, path:str, device:str, state:dict)->dict:
@@ -156,10 +158,11 @@ def run_multimodal(plan:dict, path:str, device:str, state:dict)->dict:
     proc = transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False)
     model = load_model(transformers.AutoModelForImageTextToText, path, plan, device)
     msgs = [{"role": "user", "content": [{"type": "image", "image": test_image()}, {"type": "text", "text": plan["inputs"]["prompt"]}]}]
-    enc = proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt")
+    enc = dict(proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"))
     inputs = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in enc.items()}
     tok = proc.tokenizer
-    res = generate_twice(model, inputs, plan, device, state, tok.pad_token_id or tok.eos_token_id)
+    res = generate_twice(model, inputs, plan, device, state, tok.pad_token_id or tok.eos_token_id,
+                         reference_inputs={k: v for k, v in enc.items() if k != "input_ids"})
     return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
 # %% ../nbs/04_runners.ipynb #934b527a
@@ -317,17 +320,16 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match or english for a generation, with which check ran."
     r = {"cpu_match": "", "english": "", "check": "", "reference_cached": None, "steps": [], "ok": True}
     fits = plan["weight_bytes"] * 2 < available_memory_bytes() * 0.8
-    if plan["cores"] == 1 and fits and plan["runner"] != "run_multimodal":
+    if plan["cores"] == 1 and fits:
         try:
-            cls = {"run_seq2seq": "AutoModelForSeq2SeqLM"}.get(plan["runner"], "AutoModelForCausalLM")
-            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan), cls,
-                                       {"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else None)
+            cls = {"run_seq2seq": "AutoModelForSeq2SeqLM", "run_multimodal": "AutoModelForImageTextToText"}.get(plan["runner"], "AutoModelForCausalLM")
+            kwargs = {**out.get("reference_inputs", {}), **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
+            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan), cls, kwargs or None)
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
             c = compare_generation(ref, out["tokens"], tok)
             return {**r, "cpu_match": c["cpu_match"], "check": "cpu", "reference_cached": ref["cached"], "steps": c["steps"], "ok": c["ok"]}
         except Exception as e: why = f"CPU reference failed: {type(e).__name__}: {e}"
-    else: why = ("more than one core" if plan["cores"] > 1 else "image input" if plan["runner"] == "run_multimodal"
-                 else "fp32 weights do not fit in this machine's memory")
+    else: why = "more than one core" if plan["cores"] > 1 else "fp32 weights do not fit in this machine's memory"
     try:
         j = judge_english(out["text"], plan["judge_model"])
         return {**r, "english": j["english"], "check": f"judge ({first_line(why, 120)})", "ok": j["english"] == "Y", "judge": j}

@@ -170,3 +170,16 @@ def test_demo_runner(demo_hub, tmp_path, model_id, runner, cores):
     assert (row["runner"], row["neuron_cores"]) == (runner, cores)
     assert row["result"] == "PASS" or (cores > 1 and row["result"] == "FAIL(output)"), row["error"] or row["cpu_match"]
     assert len(row["revision"]) == 40
+    if cores == 1:  # every runner, the image-text one included, is compared with the CPU's fp32 run on one core
+        assert row["check"] == "cpu" and row["cpu_match"][0] in "Y~", (row["check"], row["cpu_match"])
+
+
+def test_image_text_run_is_held_to_the_cpu(demo_hub, tmp_path):
+    "An image-text model on one core is compared with the CPU's fp32 run of the same image and prompt: damaged weights fail it."
+    from neuron_support.hub import hub_env
+    env = hub_env(demo_hub, tmp_path / "hf")
+    row = papermill(tmp_path / "swap", "neuron-support-demo/tiny-llava", env, max_new_tokens=8, min_new_tokens=8, perturb="swap",
+                    judge_model="neuron-support-demo/tiny-llava")
+    check_row(row)
+    assert row["check"] == "cpu" and row["result"] == "FAIL(output)" and row["cpu_match"].startswith("N first differs"), row["cpu_match"]
+    assert row["english"] is None  # no judge: the CPU comparison decided
