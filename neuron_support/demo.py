@@ -12,7 +12,7 @@ __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOK
            'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta', 'save_distilbert',
            'save_deberta_nli', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text', 'custom_code',
            'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo',
-           'demo_repos', 'catalog_table', 'content_version', 'is_built', 'write_atomic', 'catalog_json', 'build_demo']
+           'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, math, os, shutil, struct, tempfile, zlib
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 import filelock, numpy as np, tokenizers, torch, transformers
-from .stack import UsageError
+from .stack import UsageError, write_atomic
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
@@ -503,12 +503,6 @@ def is_built(dir:Path)->bool:
     "True when `dir` holds a complete catalog of the current content version."
     stamp = Path(dir)/STAMP
     return stamp.exists() and stamp.read_text() == content_version()
-
-def write_atomic(path:Path, text:str):
-    "Write `text` to `path` so that readers see the old file or the whole new one."
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 def catalog_json(repos:list)->str:
     "The text of `catalog.json` for `repos`."

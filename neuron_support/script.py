@@ -5,14 +5,12 @@
 # %% auto #0
 __all__ = ['DEFAULT_TIME_LIMIT', 'RUN_PY_FUNCTIONS', 'CHECK_ALLOWANCE', 'PROTECTED', 'CARD_COLUMNS', 'OUR_COLUMNS', 'plan_dict',
            'main', 'render_header', 'render_constants', 'render_functions', 'render_run_py', 'parse_outcome',
-           'execute_run_py', 'install_packages', 'write_atomic', 'execute_plan', 'utc_now', 'make_row',
-           'run_notebook_path', 'run_model']
+           'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'run_notebook_path', 'run_model']
 
 # %% ../nbs/06_script.ipynb #56dec127
 import inspect, json, os, pprint, re, signal, subprocess, sys, tempfile, time
-from datetime import datetime, timezone
 from pathlib import Path
-from .stack import UsageError, Stack, detect_stack, compiler_key
+from .stack import UsageError, Stack, detect_stack, compiler_key, write_atomic, utc_now
 from .plan import Plan, make_plan, plan_record
 from . import runners, checks
 
@@ -140,11 +138,6 @@ def install_packages(packages:list, # requirement names
     return sorted(pins), ""
 
 # %% ../nbs/06_script.ipynb #c7944f7e
-def write_atomic(path:Path, text:str):
-    "Write a file so that readers see the old one or the whole new one."
-    path = Path(path); tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text); os.replace(tmp, path)
-
 def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_TIME_LIMIT, perturb:str="",
                  judge_model:str=checks.JUDGE_MODEL, reference_cache:str|None=None, echo=print)->tuple: # (outcome, run.py text, packages)
     "Render and run run.py in run_dir, installing the packages loading asks for (once)."
@@ -171,8 +164,6 @@ CARD_COLUMNS = ("model_id", "library", "neuron_cores", "runner", "selection_rank
                 "transformers", "accelerate", "torch_neuronx", "torch", "nki", "python", "neuron_driver", "tested_at", "run_py")
 OUR_COLUMNS = ("revision", "task", "device", "backend", "compile_s", "tokens_per_s", "error_signature", "notebook", "check",
                "reference_cached")
-
-def utc_now()->str: return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, notebook:str|None=None,
              selection_rank:int|None=None)->dict:

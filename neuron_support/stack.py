@@ -6,10 +6,11 @@
 __all__ = ['DEVICES', 'DEFAULT_BACKEND', 'PROCESS_GROUP', 'BACKENDS', 'PACKAGES', 'DRIVER_VERSION', 'PROBE', 'GiB', 'CPU_CORE_GB',
            'CPU_CORES', 'UsageError', 'package_version', 'driver_version', 'read_versions', 'could_have_accelerator',
            'probe_accelerators', 'choose_device', 'choose_backend', 'cores_and_capacity', 'Stack', 'detect_stack',
-           'compiler_key', 'library_key', 'pair_key', 'stack_record', 'format_record']
+           'compiler_key', 'library_key', 'pair_key', 'stack_record', 'format_record', 'write_atomic', 'utc_now']
 
 # %% ../nbs/00_stack.ipynb #5cda2bbd
-import importlib.metadata, importlib.util, json, os, platform, shutil, subprocess, sys
+import importlib.metadata, importlib.util, json, os, platform, shutil, subprocess, sys, tempfile
+from datetime import datetime, timezone
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 
@@ -165,3 +166,21 @@ def format_record(rec:dict)->str:
     "A record as aligned `name  value` lines; empty values show as `-`."
     w = max(map(len, rec))
     return "\n".join(f"{k:<{w}}  {v if v != '' else '-'}" for k, v in rec.items())
+
+# %% ../nbs/00_stack.ipynb #bf6b822b
+def write_atomic(path, # the file to replace
+                 text:str, # its new content
+                )->Path:
+    "Replace the file at `path` with `text`, atomically."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True); raise
+    return path
+
+def utc_now()->str:
+    "The time now in UTC, to the second, as `2026-11-30T01:23:27Z`."
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

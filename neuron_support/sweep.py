@@ -4,24 +4,23 @@
 
 # %% auto #0
 __all__ = ['DECISIONS', 'RUN_TAG', 'VISIBLE', 'SLOT_RESOURCE', 'OTHER_FORMATS', 'NEFF_BUCKET', 'TIME_LIMIT', 'RUN_FILES',
-           'DEMO_CHILD', 'run_folder', 'write_atomic', 'SweepItem', 'pick', 'as_item', 'take_runs', 'journal_path',
-           'write_journal', 'read_journal', 'finished_row', 'tagged_processes', 'kill_run', 'execute_notebook_child',
-           'check_template', 'child_command', 'utc_now', 'failure_row', 'excluded_row', 'run_grace', 'execute_run',
-           'core_range', 'run_env', 'CoreMap', 'ray_request', 'host_slots', 'start_ray', 'core_maps', 'run_on_host',
-           'hub_cache', 'Prefetch', 'cache_folder', 'cache_source', 'is_bucket', 'sync_folders', 'sync_cache',
-           'duration', 'Progress', 'say', 'flight', 'result', 'summary', 'select_items', 'collect', 'sweep',
-           'warm_cache', 'run_task', 'bring_back', 'run_all', 'environment', 'sweep_demo']
+           'DEMO_CHILD', 'run_folder', 'SweepItem', 'pick', 'as_item', 'take_runs', 'journal_path', 'write_journal',
+           'read_journal', 'finished_row', 'tagged_processes', 'kill_run', 'execute_notebook_child', 'check_template',
+           'child_command', 'failure_row', 'excluded_row', 'run_grace', 'execute_run', 'core_range', 'run_env',
+           'CoreMap', 'ray_request', 'host_slots', 'start_ray', 'core_maps', 'run_on_host', 'hub_cache', 'Prefetch',
+           'cache_folder', 'cache_source', 'is_bucket', 'sync_folders', 'sync_cache', 'duration', 'Progress', 'say',
+           'flight', 'result', 'summary', 'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back',
+           'run_all', 'environment', 'sweep_demo']
 
 # %% ../nbs/09_sweep.ipynb #7cccca0d
 import contextlib, importlib, importlib.util, io, json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from collections import Counter
 from dataclasses import dataclass, asdict, field, fields
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 
-from .stack import UsageError, Stack, detect_stack, pair_key
+from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
 
 # %% ../nbs/09_sweep.ipynb #f2d9ec03
 def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
@@ -30,20 +29,6 @@ def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
               )->Path: # out_dir/runs/<pair>/<org>--<name>
     "The folder of one model's run in a pair."
     return Path(out_dir) / "runs" / pair / model_id.replace("/", "--")
-
-# %% ../nbs/09_sweep.ipynb #d65c3a5d
-def write_atomic(path, # the file to replace
-                 text:str, # its new content
-                )->Path:
-    "Replace the file at `path` with `text`, atomically."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f: f.write(text); f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
-    return path
 
 # %% ../nbs/09_sweep.ipynb #0c05e7a3
 @dataclass
@@ -185,8 +170,6 @@ def child_command(notebook, run_dir, parameters:dict, kernel:str|None=None)->lis
             json.dumps(spec)]
 
 # %% ../nbs/09_sweep.ipynb #e63171f3
-def utc_now()->str: return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
 def failure_row(item:SweepItem, # the model
                 stack:Stack, # the stack it ran on
                 pair:str, # the pair
