@@ -8,8 +8,8 @@ __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIE
            'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results', 'view_rows',
            'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row',
            'check_text', 'notebook_url', 'link', 'model_header', 'diff_of', 'pair_diff', 'failure_causes',
-           'results_by_pair', 'passing_resources', 'quiet_gradio', 'choices', 'model_outputs', 'build_app',
-           'wants_popularity', 'load_results', 'serve_app']
+           'results_by_pair', 'passing_resources', 'charts', 'quiet_gradio', 'choices', 'model_outputs', 'build_app',
+           'GradioAssets', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import html, os, re, time
@@ -352,7 +352,12 @@ def passing_resources(self:Results)->Figure:
     fig.suptitle(self.newest, fontsize=9)
     for t in fig.texts: t.set_parse_math(False)
     return fig
-Results.results_by_pair, Results.passing_resources = results_by_pair, passing_resources
+
+def charts(self:Results)->tuple:
+    "Both charts, drawn on the first call and kept."
+    if not hasattr(self, "_charts"): self._charts = (self.results_by_pair(), self.passing_resources())
+    return self._charts
+Results.results_by_pair, Results.passing_resources, Results.charts = results_by_pair, passing_resources, charts
 
 # %% ../nbs/10_app.ipynb #aced1326
 def quiet_gradio():
@@ -409,17 +414,17 @@ def build_app(self:Results)->"gr.Blocks":
                 check = gr.Textbox(label="output check", interactive=False, elem_id="check")
                 error = gr.Textbox(label="error", interactive=False, lines=3, max_lines=12, elem_id="error")
                 run_py = gr.Code(label="run.py", language="python", interactive=False, buttons=["copy"], elem_id="run-py")
-            with gr.Tab("Regressions", id="diff"):
+            with gr.Tab("Regressions", id="diff") as diff_tab:
                 with gr.Row():
                     a = gr.Dropdown(self.pairs[::-1], value=self.pairs[-2] if len(self.pairs) > 1 else self.newest, label="From pair", elem_id="pair-a")
                     b = gr.Dropdown(self.pairs[::-1], value=self.newest, label="To pair", elem_id="pair-b")
-                diffs = gr.Dataframe(self.pair_diff(a.value, b.value), datatype="str", interactive=False, wrap=True, elem_id="diff")
-            with gr.Tab("Failure causes", id="failures"):
+                diffs = gr.Dataframe(self.pair_diff(a.value, b.value)[:0], datatype="str", interactive=False, wrap=True, elem_id="diff")
+            with gr.Tab("Failure causes", id="failures") as failures_tab:
                 fpair = gr.Dropdown(pair_choices, value=LATEST, label="Pair", elem_id="failure-pair")
-                causes = gr.Dataframe(self.failure_causes(), datatype="str", interactive=False, wrap=True, elem_id="causes")
-            with gr.Tab("Charts", id="charts"):
-                gr.Plot(self.results_by_pair(), format="png", elem_id="chart-results")
-                gr.Plot(self.passing_resources(), format="png", elem_id="chart-resources")
+                causes = gr.Dataframe(self.failure_causes()[:0], datatype="str", interactive=False, wrap=True, elem_id="causes")
+            with gr.Tab("Charts", id="charts") as charts_tab:
+                chart_results = gr.Plot(format="png", elem_id="chart-results")
+                chart_resources = gr.Plot(format="png", elem_id="chart-resources")
 
         filters = [view, task, runner, result, pair, search]
         def refresh(v, t, r, s, p, q):
@@ -437,8 +442,9 @@ def build_app(self:Results)->"gr.Blocks":
         table.select(open_row, [table], [tabs, model, *page], show_progress="hidden", queue=False)
         model.submit(show, [model], page, show_progress="hidden", queue=False)
         model_pair.input(show, [model, model_pair], page, show_progress="hidden", queue=False)
-        gr.on([a.change, b.change], self.pair_diff, [a, b], diffs, show_progress="hidden", queue=False)
-        fpair.change(self.failure_causes, fpair, causes, show_progress="hidden", queue=False)
+        gr.on([diff_tab.select, a.change, b.change], self.pair_diff, [a, b], diffs, show_progress="hidden", queue=False)
+        gr.on([failures_tab.select, fpair.change], self.failure_causes, fpair, causes, show_progress="hidden", queue=False)
+        charts_tab.select(self.charts, None, [chart_results, chart_resources], show_progress="hidden", queue=False)
         def from_address(request: gr.Request):
             m = request.query_params.get("model", "") if request else ""
             if not m: return (gr.Tabs(), gr.Textbox(), *[gr.skip()] * len(page))
@@ -448,6 +454,37 @@ def build_app(self:Results)->"gr.Blocks":
 Results.build_app = build_app
 
 # %% ../nbs/10_app.ipynb #10988edf
+class GradioAssets:
+    "ASGI middleware: Gradio's front-end files from memory, brotli-compressed once, for a browser to keep."
+    COMPRESS = (".js", ".css", ".html", ".json", ".svg", ".map", ".txt")
+    def __init__(self, app):
+        import gradio
+        root = Path(gradio.__file__).parent / "templates" / "frontend"
+        self.app, self.kept = app, {}
+        self.files = {f"/{p.relative_to(root)}": p for d in ("assets", "static") for p in (root / d).rglob("*") if p.is_file()}
+
+    def response(self, path:str, br:bool)->tuple:
+        "Headers and body of one file, built on its first request (per encoding) and kept."
+        if (path, br) not in self.kept:
+            import brotli, mimetypes
+            f = self.files[path]; body = f.read_bytes()
+            kind = "application/javascript" if f.suffix == ".js" else mimetypes.guess_type(f.name)[0] or "application/octet-stream"
+            headers = [(b"content-type", kind.encode()), (b"vary", b"Accept-Encoding"),
+                       (b"cache-control", b"public, max-age=31536000, immutable" if path.startswith("/assets/") else b"public, max-age=86400")]
+            if br and f.suffix in self.COMPRESS and len(body) > 400:
+                body = brotli.compress(body, quality=5); headers.append((b"content-encoding", b"br"))
+            self.kept[path, br] = (headers + [(b"content-length", str(len(body)).encode())], body)
+        return self.kept[path, br]
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in self.files:
+            return await self.app(scope, receive, send)
+        br = any(k == b"accept-encoding" and b"br" in v for k, v in scope["headers"])
+        headers, body = self.response(scope["path"], br)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+# %% ../nbs/10_app.ipynb #be74ce6d
 def wants_popularity(data:str, popularity:bool|None=None)->bool:
     "Whether to ask the Hub for popularity: as told, else when the data comes from a Hub or `HF_ENDPOINT` names one."
     return popularity if popularity is not None else hub_repo(data) is not None or bool(os.environ.get("HF_ENDPOINT"))
@@ -472,6 +509,8 @@ def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAM
     app = results.build_app()
     print(f"neuron-support app: {len(results.df):,} rows, {len(results.pairs)} pairs, loaded in {time.perf_counter() - t0:.1f} s", flush=True)
     allowed = [str((Path(data) / "runs").resolve())] if hub_repo(data) is None else []
+    from starlette.middleware import Middleware
     app.launch(server_name=host, server_port=port, share=False, ssr_mode=False, mcp_server=False, quiet=True,
-               allowed_paths=allowed, prevent_thread_lock=not block, footer_links=[])
+               allowed_paths=allowed, prevent_thread_lock=not block, footer_links=[],
+               app_kwargs={"middleware": [Middleware(GradioAssets)]})
     return app

@@ -192,7 +192,7 @@ class Plan:
     weight_bytes: int       # bf16 weight bytes (0 when the checkpoint has none)
     core_gb: float          # GiB of one core
     fit: str                # the reasoning behind `cores`
-    parallel: str           # "" on one core, else "tp", "fsdp+ep"
+    parallel: str           # "" on one core, else "tp" (tensor parallel) or "ep" (expert parallel)
     inputs: dict            # what the runner feeds the model
     uses_chat_template: bool = False
 
@@ -212,9 +212,9 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
             "min_new_tokens": min_new_tokens, "prefill_chunk_size": chunk}
 
 def parallel_mode(runner:str, cores:int, model_type:str)->str:
-    "How the ranks share the model: tensor parallel, or FSDP with expert parallelism for a MoE without a TP plan."
+    "How the ranks share the model: tensor parallel, or expert parallel for a MoE without a TP plan."
     if cores == 1: return ""
-    return "fsdp+ep" if runner == "run_dense_ep" else "tp"
+    return "ep" if runner == "run_dense_ep" else "tp"
 
 # %% ../nbs/03_plan.ipynb #a3c34143
 def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_cores:int, cores:int|None)->tuple: # (cores, reasoning)

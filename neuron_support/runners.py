@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['RUN_PY_IMPORTS', 'BACKEND_PACKAGES', 'SKIP_FILES', 'RUNNER_FUNCTIONS', 'RUNNER_CONSTANTS', 'rank_environment',
            'init_rank', 'distributed_config', 'load_model', 'perturb_weights', 'compile_forward', 'synchronize',
-           'peak_memory_gb', 'timed', 'generation_config', 'prompt_inputs', 'generate_twice', 'run_dense',
-           'run_dense_ep', 'test_image', 'run_multimodal', 'run_seq2seq', 'encoder_inputs', 'run_encoder', 'rank_main',
-           'free_port', 'kill_ranks', 'launch_ranks', 'describe_exit', 'result_class', 'first_line', 'missing_packages',
-           'available_memory_bytes', 'reference_key', 'check_generation', 'check_encoder_run', 'resolve_checkpoint',
-           'run_plan']
+           'peak_memory_gb', 'timed', 'generation_config', 'prompt_inputs', 'static_cache', 'generate_twice',
+           'run_dense', 'run_dense_ep', 'test_image', 'run_multimodal', 'run_seq2seq', 'encoder_inputs', 'run_encoder',
+           'rank_main', 'free_port', 'kill_ranks', 'launch_ranks', 'describe_exit', 'result_class', 'first_line',
+           'missing_packages', 'available_memory_bytes', 'reference_key', 'check_generation', 'check_encoder_run',
+           'resolve_checkpoint', 'run_plan']
 
 # %% ../nbs/04_runners.ipynb #e8fe67a1
 RUN_PY_IMPORTS = """import gc, hashlib, json, math, os, re, sys, time, traceback
@@ -47,7 +47,7 @@ def distributed_config(plan:dict):
     "transformers' DistributedConfig for the plan's parallelism, or None on one core."
     n = plan["cores"]
     if n == 1: return None
-    if plan["parallel"] == "fsdp+ep": return transformers.DistributedConfig(fsdp_size=n, ep_size=n)
+    if plan["parallel"] == "ep": return transformers.DistributedConfig(tp_size=n, ep_size=n, tp_plan={"lm_head": "replicate"})
     return transformers.DistributedConfig(tp_size=n)
 
 def load_model(cls, path:str, plan:dict, device:str):
@@ -115,6 +115,13 @@ def prompt_inputs(tok, plan:dict)->dict:
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 # %% ../nbs/04_runners.ipynb #db5c8e5c
+def static_cache(model, max_cache_len:int):
+    "The model's static KV cache with its sliding-window layers kept whole, or None when it has none (generate builds it)."
+    layers = transformers.StaticCache(config=model.config, max_cache_len=max_cache_len).layers
+    sliding = [type(l) is transformers.StaticSlidingWindowLayer for l in layers]
+    if not any(sliding): return None
+    return transformers.Cache(layers=[transformers.StaticLayer(max_cache_len) if s else l for s, l in zip(sliding, layers)])
+
 def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
                    reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
                   )->dict:
@@ -124,9 +131,13 @@ def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_to
     perturb_weights(model, plan.get("perturb", ""))
     compile_forward(model, plan)
     state["phase"] = "gen"
+    n = inputs["input_ids"].shape[1] + plan["inputs"]["max_new_tokens"]
+    own_cache = static_cache(model, n) is not None
+    if own_cache: gc_.cache_implementation = None  # generate refuses both a cache and a cache_implementation
+    gen = lambda: model.generate(**dev_inputs, generation_config=gc_, **({"cache": static_cache(model, n)} if own_cache else {}))
     with torch.inference_mode():
-        out, first_s = timed(lambda: model.generate(**dev_inputs, generation_config=gc_), device)
-        out2, warm_s = timed(lambda: model.generate(**dev_inputs, generation_config=gc_), device)
+        out, first_s = timed(gen, device)
+        out2, warm_s = timed(gen, device)
     start = decoder_start or inputs["input_ids"].shape[1]
     tokens = out[0, start:].tolist()
     return {"tokens": tokens, "warm_tokens_equal": out2[0, start:].tolist() == tokens, "first_s": first_s, "warm_s": warm_s,
@@ -142,7 +153,7 @@ def run_dense(plan:dict, path:str, device:str, state:dict)->dict:
     return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
 def run_dense_ep(plan:dict, path:str, device:str, state:dict)->dict:
-    "A mixture of experts sharded by experts across the ranks (plan['parallel'] == 'fsdp+ep'); on one core, run_dense."
+    "A mixture of experts sharded by experts across the ranks (plan['parallel'] == 'ep'); on one core, run_dense."
     return run_dense(plan, path, device, state)
 
 # %% ../nbs/04_runners.ipynb #3cf18678
@@ -385,14 +396,14 @@ def run_plan(plan:dict, cache_dir:str|None=None)->dict:
                tokens=out.get("tokens", []), text=out.get("text", ""), input_ids=out.get("input_ids", []))
     chk = check_encoder_run(plan, path, out, cache_dir) if plan["runner"] == "run_encoder" else check_generation(plan, path, out, cache_dir)
     res.update({k: chk[k] for k in ("cpu_match", "english", "check", "reference_cached", "steps")})
-    res["notes"] = first_line(chk.get("prediction") or out.get("text", ""))
+    res["notes"] = first_line(chk.get("prediction") or out.get("text", "")) or f"(no visible text: {len(res['tokens'])} tokens of white space or special tokens)"
     res["result"] = "PASS" if chk["ok"] else "FAIL(output)"
     if plan["cores"] > 1: res["ranks_agree"] = all(o.get("tokens") == out.get("tokens") for o in launch["ranks"])
     return res
 
 # %% ../nbs/04_runners.ipynb #b3eb4ba5
 RUNNER_FUNCTIONS = (rank_environment, init_rank, distributed_config, load_model, perturb_weights, compile_forward, synchronize,
-                    peak_memory_gb, timed, generation_config, prompt_inputs, generate_twice, run_dense, run_dense_ep, test_image,
+                    peak_memory_gb, timed, generation_config, prompt_inputs, static_cache, generate_twice, run_dense, run_dense_ep, test_image,
                     run_multimodal, run_seq2seq, encoder_inputs, run_encoder, rank_main, free_port, kill_ranks, launch_ranks,
                     describe_exit, result_class, first_line, missing_packages, available_memory_bytes, reference_key,
                     check_generation, check_encoder_run, resolve_checkpoint, run_plan)
