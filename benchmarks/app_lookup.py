@@ -7,7 +7,9 @@
    searches, model pages, a diff between two pairs and the failure causes; median, 95th percentile and max in ms.
 3. With --browser: starts the app (`serve_app`) as a child process on 127.0.0.1, opens it in Debian's Chromium
    (Playwright) and measures the time from navigation to the first table row on screen ("usable"), and from typing
-   a search to the table's answer.
+   a search to the table's answer. In the same run, turn about with the app, it opens the floor: an empty Gradio
+   page (one Markdown, one 10-row Dataframe, plain `launch`), so that a busy machine's figures can be read as a ratio.
+   It also counts the first visit's requests and the bytes they carried.
 """
 import argparse, os, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
@@ -79,32 +81,60 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
 
-def in_browser(folder: Path, loads: int = 3):
-    from playwright.sync_api import sync_playwright
+FLOOR = """import sys, pandas as pd, gradio as gr
+with gr.Blocks(analytics_enabled=False) as app:
+    gr.Markdown("# floor")
+    gr.Dataframe(pd.DataFrame({"model": [f"m{i}" for i in range(10)], "x": [str(i) for i in range(10)]}), interactive=False, elem_id="models-table")
+app.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), ssr_mode=False, mcp_server=False, quiet=True, footer_links=[])
+"""
+ROW = "#models-table [role=row].virtual-row"
+
+
+def start(code: str, *args) -> tuple:
+    "A child process serving a page; its URL once it answers."
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
-    code = f"from neuron_support.app import serve_app; serve_app({str(folder)!r}, port={port}, host='127.0.0.1', popularity=False)"
-    t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code, str(port), *args], env=env)
     url = f"http://127.0.0.1:{port}/"
+    while True:
+        try: urllib.request.urlopen(url, timeout=5); return proc, url
+        except OSError:
+            if proc.poll() is not None: raise SystemExit(f"the page server exited with {proc.returncode}")
+            time.sleep(0.2)
+
+
+def first_visit(b, url: str):
+    "A fresh browser context (nothing cached): ms from navigation to the first row, the context, requests and bytes."
+    ctx = b.new_context()
+    pg = ctx.new_page()
+    got = []
+    pg.on("requestfinished", lambda r: got.append(r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"]))
+    t = time.perf_counter(); pg.goto(url)
+    pg.locator(ROW).first.wait_for(timeout=30_000)
+    ms = (time.perf_counter() - t) * 1000
+    pg.wait_for_load_state("networkidle")
+    return ms, ctx, pg, len(got), sum(got)
+
+
+def in_browser(folder: Path, loads: int = 5):
+    from playwright.sync_api import sync_playwright
+    t = time.perf_counter()
+    app, url = start("import sys; from neuron_support.app import serve_app; "
+                     "serve_app(sys.argv[2], port=int(sys.argv[1]), host='127.0.0.1', popularity=False)", str(folder))
+    print(f"server start (imports, load): {time.perf_counter() - t:.1f} s")
+    floor, floor_url = start(FLOOR)
     try:
-        while True:
-            try: urllib.request.urlopen(url, timeout=5); break
-            except OSError: time.sleep(0.2)
-        print(f"server start (imports, load, charts): {time.perf_counter() - t:.1f} s")
         args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run"]
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
-            usable, warm, searches = [], [], []
+            first_visit(b, url)[1].close(); first_visit(b, floor_url)[1].close()   # the servers' first answers: not timed
+            usable, warm, searches, floors = [], [], [], []
             for _ in range(loads):
-                ctx = b.new_context()    # a fresh context: nothing cached, a first visit
-                pg = ctx.new_page()
-                t = time.perf_counter(); pg.goto(url)
-                pg.locator("#models-table [role=row].virtual-row").first.wait_for(timeout=30_000)
-                usable.append((time.perf_counter() - t) * 1000)
+                ms, ctx, pg, n, size = first_visit(b, url)   # a fresh context: nothing cached, a first visit
+                usable.append(ms)
                 t = time.perf_counter(); pg.reload()   # a later visit: the page's scripts are cached
-                pg.locator("#models-table [role=row].virtual-row").first.wait_for(timeout=30_000)
+                pg.locator(ROW).first.wait_for(timeout=30_000)
                 warm.append((time.perf_counter() - t) * 1000)
                 box = pg.locator("#search textarea, #search input").first
                 for q in ("model-0001", "org5/", "model-01"):
@@ -113,12 +143,17 @@ def in_browser(folder: Path, loads: int = 3):
                     pg.wait_for_function("([s, b]) => document.querySelector(s).value !== b", arg=["#count textarea, #count input", before])
                     searches.append((time.perf_counter() - t) * 1000)
                 ctx.close()
+                fms, fctx, _, fn, fsize = first_visit(b, floor_url)
+                floors.append(fms); fctx.close()
             b.close()
-        print(f"page usable, first visit (navigation to first row): {stats(usable)}")
+        print(f"load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
+        print(f"page usable, first visit (navigation to first row): {stats(usable)}   {n} requests, {size / 1e3:.0f} kB")
+        print(f"floor, an empty Gradio page, first visit:           {stats(floors)}   {fn} requests, {fsize / 1e3:.0f} kB")
+        print(f"first visit / floor, medians: {np.median(usable) / np.median(floors):.2f}")
         print(f"page usable, later visit (scripts cached):          {stats(warm)}")
         print(f"search typed to table answered:        {stats(searches)}")
     finally:
-        proc.terminate(); proc.wait(10)
+        for proc in (app, floor): proc.terminate(); proc.wait(10)
 
 
 if __name__ == "__main__":

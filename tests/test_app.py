@@ -5,7 +5,7 @@ The dataset uses the local Hub's model ids (tests/conftest.py), so that the app'
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
 script: they must show as text, and the script must never run.
 """
-import os, shutil, socket, subprocess, sys, time, urllib.request
+import os, re, shutil, socket, subprocess, sys, time, urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -258,6 +258,14 @@ def test_regressions_and_charts(page, dataset):
         img = page.locator(f"{chart} img").first
         img.wait_for()
         assert page.evaluate("e => e.naturalWidth", img.element_handle()) > 300
+
+
+def test_gradios_front_end_is_served_compressed_and_kept(app_url):
+    "No browser: a script the page names comes from GradioAssets, brotli-compressed and marked immutable."
+    with urllib.request.urlopen(app_url) as r:
+        script = re.search(r'src="\./(assets/index-[^"]+\.js)"', r.read().decode())[1]
+    with urllib.request.urlopen(urllib.request.Request(app_url + script, headers={"Accept-Encoding": "br"})) as r:
+        assert r.headers["Content-Encoding"] == "br" and "immutable" in r.headers["Cache-Control"]
 
 
 def test_a_dataset_read_through_hf_equals_the_tables_written(dataset, hub):
