@@ -333,9 +333,9 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     fits = plan["weight_bytes"] * 2 < available_memory_bytes() * 0.8
     if plan["cores"] == 1 and fits:
         try:
-            cls = {"run_seq2seq": "AutoModelForSeq2SeqLM", "run_multimodal": "AutoModelForImageTextToText"}.get(plan["runner"], "AutoModelForCausalLM")
             kwargs = {**out.get("reference_inputs", {}), **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
-            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan), cls, kwargs or None)
+            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan),
+                                       plan["head_class"], kwargs or None)  # the reference loads the class the device run loaded
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
             c = compare_generation(ref, out["tokens"], tok)
             return {**r, "cpu_match": c["cpu_match"], "check": "cpu", "reference_cached": ref["cached"], "steps": c["steps"], "ok": c["ok"]}
