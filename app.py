@@ -6,4 +6,5 @@ import os
 from neuron_support.app import DEFAULT_DATA, serve_app
 
 if __name__ == "__main__":
-    serve_app(os.environ.get("NEURON_SUPPORT_DATA", DEFAULT_DATA))
+    # a Space reaches the app from outside its container: listen on every interface there
+    serve_app(os.environ.get("NEURON_SUPPORT_DATA", DEFAULT_DATA), host="0.0.0.0" if os.environ.get("SPACE_ID") else None)

@@ -3,13 +3,15 @@
     python benchmarks/app_lookup.py [--pairs 50] [--models 1000] [--browser]
 
 1. Writes the dataset (one parquet file per pair, `publish`'s layout and schema) under a temporary folder.
-2. In-process, what the server runs for each request: loading the tables once, then views with filters and
-   searches, model pages, a diff between two pairs and the failure causes; median, 95th percentile and max in ms.
+2. In-process, what the server runs for each request: loading the tables once, then the lookup page of a view
+   with filters and a search, model pages (both rendered to HTML), a diff between two pairs and the failure causes;
+   median, 95th percentile and max in ms.
 3. With --browser: starts the app (`serve_app`) as a child process on 127.0.0.1, opens it in Debian's Chromium
-   (Playwright) and measures the time from navigation to the first table row on screen ("usable"), and from typing
-   a search to the table's answer. In the same run, turn about with the app, it opens the floor: an empty Gradio
-   page (one Markdown, one 10-row Dataframe, plain `launch`), so that a busy machine's figures can be read as a ratio.
-   It also counts the first visit's requests and the bytes they carried.
+   (Playwright) and measures the time from navigation to the first table row on screen ("usable"), for the lookup
+   page and for the compiler team's Gradio page (`/compiler/`, its first regression row), and from typing a search
+   to the table's answer. In the same run, turn about, it opens the floor: an empty Gradio page (one Markdown, one
+   10-row Dataframe, plain `launch`), so that a busy machine's figures can be read as a ratio. It also counts each
+   first visit's requests and the bytes they carried.
 """
 import argparse, os, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
@@ -65,12 +67,12 @@ def in_process(folder: Path, seed: int = 1) -> Results:
         v = rng.choice(["Selected", "Downloads", "Trending"])
         args = (v, rng.choice([ALL, *results.tasks]), rng.choice([ALL, *results.runners]), rng.choice([ALL, *RESULTS]),
                 rng.choice([LATEST, *results.pairs]), rng.choice(["", "model-0", "ORG1", models[rng.integers(len(models))][-5:]]))
-        views.append(timed(lambda: results.view_table(results.view_rows(*args), v)))
-    pages = [timed(results.model_outputs, models[rng.integers(len(models))]) for _ in range(200)]
+        views.append(timed(results.models_page, *args))
+    pages = [timed(results.model_page, models[rng.integers(len(models))]) for _ in range(200)]
     diffs = [timed(results.pair_diff, *rng.choice(results.pairs, 2, replace=False)) for _ in range(20)]
     causes = [timed(results.failure_causes, rng.choice([LATEST, *results.pairs])) for _ in range(20)]
-    print(f"view + filters + search: {stats(views)}")
-    print(f"model page:              {stats(pages)}")
+    print(f"lookup page (view + filters + search): {stats(views)}")
+    print(f"model page:                            {stats(pages)}")
     print(f"diff of two pairs:       {stats(diffs)}   (first time; then cached)")
     print(f"failure causes:          {stats(causes)}")
     return results
@@ -87,7 +89,8 @@ with gr.Blocks(analytics_enabled=False) as app:
     gr.Dataframe(pd.DataFrame({"model": [f"m{i}" for i in range(10)], "x": [str(i) for i in range(10)]}), interactive=False, elem_id="models-table")
 app.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), ssr_mode=False, mcp_server=False, quiet=True, footer_links=[])
 """
-ROW = "#models-table [role=row].virtual-row"
+ROW = "#models-table tbody tr"   # the lookup page's first table row
+GRID_ROW = "[role=row].virtual-row"   # a Gradio table's
 
 
 def start(code: str, *args) -> tuple:
@@ -103,14 +106,14 @@ def start(code: str, *args) -> tuple:
             time.sleep(0.2)
 
 
-def first_visit(b, url: str):
+def first_visit(b, url: str, row: str = ROW):
     "A fresh browser context (nothing cached): ms from navigation to the first row, the context, requests and bytes."
     ctx = b.new_context()
     pg = ctx.new_page()
     got = []
     pg.on("requestfinished", lambda r: got.append(r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"]))
     t = time.perf_counter(); pg.goto(url)
-    pg.locator(ROW).first.wait_for(timeout=30_000)
+    pg.locator(row).first.wait_for(timeout=30_000)
     ms = (time.perf_counter() - t) * 1000
     pg.wait_for_load_state("networkidle")
     return ms, ctx, pg, len(got), sum(got)
@@ -128,29 +131,33 @@ def in_browser(folder: Path, loads: int = 5):
                 "--disable-component-update", "--disable-sync", "--no-first-run"]
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
-            first_visit(b, url)[1].close(); first_visit(b, floor_url)[1].close()   # the servers' first answers: not timed
-            usable, warm, searches, floors = [], [], [], []
+            compiler, floor_row = url + "compiler/", f"#models-table {GRID_ROW}"
+            for u, r in ((url, ROW), (compiler, f"#diff {GRID_ROW}"), (floor_url, floor_row)):
+                first_visit(b, u, r)[1].close()   # the servers' first answers: not timed
+            usable, warm, searches, floors, grads = [], [], [], [], []
             for _ in range(loads):
                 ms, ctx, pg, n, size = first_visit(b, url)   # a fresh context: nothing cached, a first visit
                 usable.append(ms)
-                t = time.perf_counter(); pg.reload()   # a later visit: the page's scripts are cached
+                t = time.perf_counter(); pg.reload()   # a later visit
                 pg.locator(ROW).first.wait_for(timeout=30_000)
                 warm.append((time.perf_counter() - t) * 1000)
-                box = pg.locator("#search textarea, #search input").first
                 for q in ("model-0001", "org5/", "model-01"):
-                    before = pg.locator("#count textarea, #count input").first.input_value()
-                    t = time.perf_counter(); box.fill(q)
-                    pg.wait_for_function("([s, b]) => document.querySelector(s).value !== b", arg=["#count textarea, #count input", before])
+                    before = pg.locator("#count").inner_text()
+                    t = time.perf_counter(); pg.locator("#search").fill(q)
+                    pg.wait_for_function("b => document.getElementById('count').innerText !== b", arg=before)
                     searches.append((time.perf_counter() - t) * 1000)
                 ctx.close()
-                fms, fctx, _, fn, fsize = first_visit(b, floor_url)
+                gms, gctx, _, gn, gsize = first_visit(b, compiler, f"#diff {GRID_ROW}")
+                grads.append(gms); gctx.close()
+                fms, fctx, _, fn, fsize = first_visit(b, floor_url, floor_row)
                 floors.append(fms); fctx.close()
             b.close()
         print(f"load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
-        print(f"page usable, first visit (navigation to first row): {stats(usable)}   {n} requests, {size / 1e3:.0f} kB")
-        print(f"floor, an empty Gradio page, first visit:           {stats(floors)}   {fn} requests, {fsize / 1e3:.0f} kB")
-        print(f"first visit / floor, medians: {np.median(usable) / np.median(floors):.2f}")
-        print(f"page usable, later visit (scripts cached):          {stats(warm)}")
+        print(f"lookup page usable, first visit (navigation to first row): {stats(usable)}   {n} requests, {size / 1e3:.0f} kB")
+        print(f"lookup page usable, later visit (reload):                  {stats(warm)}")
+        print(f"compiler page (Gradio), first visit, first regression row: {stats(grads)}   {gn} requests, {gsize / 1e3:.0f} kB")
+        print(f"floor, an empty Gradio page, first visit:                  {stats(floors)}   {fn} requests, {fsize / 1e3:.0f} kB")
+        print(f"medians over the floor's: lookup page {np.median(usable) / np.median(floors):.2f}, compiler page {np.median(grads) / np.median(floors):.2f}")
         print(f"search typed to table answered:        {stats(searches)}")
     finally:
         for proc in (app, floor): proc.terminate(); proc.wait(10)

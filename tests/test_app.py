@@ -100,6 +100,11 @@ def browser():
         b.close()
 
 
+def clean(pg):
+    "No script from the data ran on this page: no dialog, no window.__pwned."
+    assert pg.dialogs == [] and pg.evaluate("window.__pwned") is None, "a script from the data ran"
+
+
 @pytest.fixture
 def page(browser, app_url):
     "A fresh page on the app; records dialogs (an alert() would be a script that ran) and requests leaving 127.0.0.1."
@@ -112,13 +117,23 @@ def page(browser, app_url):
     pg.goto(app_url)
     cell(pg, SELECTION[0]).wait_for(timeout=30_000)
     yield pg
-    assert pg.dialogs == [] and pg.evaluate("window.__pwned") is None, "a script from the data ran"
+    clean(pg)
     assert pg.outside == [], f"the page reached outside 127.0.0.1: {pg.outside}"
     ctx.close()
 
 
 def column(pg, name: str, table: str = "#models-table") -> list:
-    "The text of one column of a Gradio table on the page (its rows are role=row divs, its cells role=gridcell)."
+    "The text of one column of one of the lookup page's HTML tables."
+    return pg.evaluate("""([sel, name]) => {
+        const t = document.querySelector(sel);
+        const i = [...t.querySelectorAll('thead th')].map(h => h.innerText.trim()).indexOf(name);
+        if (i < 0) throw new Error('no column ' + name);
+        return [...t.querySelectorAll('tbody tr')].map(r => r.cells[i].innerText.trim());
+    }""", [table, name])
+
+
+def grid_column(pg, name: str, table: str) -> list:
+    "The text of one column of a Gradio table (its rows are role=row divs, its cells role=gridcell)."
     return pg.evaluate("""([sel, name]) => {
         const t = document.querySelector(sel);
         const i = [...t.querySelectorAll('[role=columnheader]')].map(h => h.getAttribute('title')).indexOf(name);
@@ -128,13 +143,17 @@ def column(pg, name: str, table: str = "#models-table") -> list:
 
 
 def cell(pg, text: str, table: str = "#models-table"):
-    "The table cell that shows exactly `text` (Gradio also keeps a hidden sizing copy of one row)."
+    "The cell of a lookup table that shows exactly `text`."
+    return pg.locator(f"{table} td").get_by_text(text, exact=True)
+
+
+def grid_cell(pg, text: str, table: str):
+    "The cell of a Gradio table that shows exactly `text` (Gradio also keeps a hidden sizing copy of one row)."
     return pg.locator(f"{table} [role=gridcell]").get_by_text(text, exact=True)
 
 
 def wait_count(pg, text: str):
-    pg.wait_for_function("([sel, t]) => document.querySelector(sel)?.value === t",
-                         arg=["#count textarea, #count input", text], timeout=15_000)
+    pg.wait_for_function("t => document.getElementById('count')?.innerText === t", arg=text, timeout=15_000)
 
 
 def test_main_view_shows_the_selection_in_rank_order(page):
@@ -142,115 +161,131 @@ def test_main_view_shows_the_selection_in_rank_order(page):
     assert column(page, "rank") == ["1", "2", "3", "4"]
     assert column(page, "result") == ["PASS", "PASS", "FAIL(gen)", "FAIL(forward)"]
     assert set(column(page, "pair")) == {PAIRS[-1]}
+    assert page.locator("#models p").first.inner_text() == "4 models: 2 PASS, 1 FAIL(gen), 1 FAIL(forward)"
     DOCS.mkdir(exist_ok=True)
     page.screenshot(path=str(DOCS / "app-main.png"), full_page=True)
 
 
 def test_views_follow_the_hubs_downloads_and_trending(page):
-    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    page.select_option("#view", "Downloads")
     wait_count(page, "8 models")
     # tiny-bert 1000 > a 500 > b 400 > c 300 > d 200 > e 100 > too-large 5; the evil id is not on the Hub: last
     assert column(page, "model") == [f"{ORG}/tiny-bert", f"{ORG}/tiny-llama-a", f"{ORG}/tiny-llama-b", f"{ORG}/tiny-llama-c",
                                      f"{ORG}/tiny-llama-d", f"{ORG}/tiny-llama-e", f"{ORG}/too-large", EVIL]
     assert column(page, "downloads")[:2] == ["1,000", "500"]
-    page.locator("#view").get_by_text("Trending", exact=True).click()
+    page.select_option("#view", "Trending")
     page.wait_for_function("() => [...document.querySelectorAll('#models-table thead th')].some(h => h.innerText.trim() === 'trending')")
     assert column(page, "model")[:3] == [f"{ORG}/tiny-bert", f"{ORG}/tiny-llama-e", f"{ORG}/tiny-llama-d"]
-
-
-def choose(pg, elem: str, value: str):
-    "Pick a value in a Gradio dropdown."
-    pg.locator(f"#{elem} input").click()
-    pg.locator(f'ul[role=listbox] li[aria-label="{value}"]').click()
+    page.reload()   # the address keeps the view
+    page.wait_for_function("() => [...document.querySelectorAll('#models-table thead th')].some(h => h.innerText.trim() === 'trending')")
+    assert page.locator("#view").input_value() == "Trending"
 
 
 def test_filters_narrow_the_view(page, dataset):
-    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    page.select_option("#view", "Downloads")
     wait_count(page, "8 models")
-    choose(page, "task", "fill-mask")
+    page.select_option("#task", "fill-mask")
     wait_count(page, "1 models")
     assert column(page, "model") == [f"{ORG}/tiny-bert"]
-    choose(page, "task", "all")
-    choose(page, "result", "FAIL(gen)")
+    page.select_option("#task", "all")
+    page.select_option("#result", "FAIL(gen)")
     wait_count(page, "3 models")
     assert set(column(page, "result")) == {"FAIL(gen)"}
-    choose(page, "pair", PAIRS[0])
+    page.select_option("#pair", PAIRS[0])
     wait_count(page, "1 models")
     assert column(page, "model") == [f"{ORG}/tiny-llama-d"] and column(page, "pair") == [PAIRS[0]]
-    choose(page, "result", "all")
-    choose(page, "runner", "run_encoder")
+    page.select_option("#result", "all")
+    page.select_option("#runner", "run_encoder")
     encoders = [m for (p, m), r in dataset.items() if p == PAIRS[0] and r["runner"] == "run_encoder"]
     wait_count(page, f"{len(encoders)} models")
     assert column(page, "model") == sorted(encoders) and encoders
 
 
+def test_the_form_works_without_script(browser, app_url):
+    "With script off, the filters are a plain GET form: the Show button gives the same table."
+    ctx = browser.new_context(java_script_enabled=False)
+    pg = ctx.new_page()
+    pg.goto(app_url)
+    pg.select_option("#view", "Downloads")
+    pg.select_option("#result", "PASS")
+    pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url("**/?view=Downloads*")
+    assert pg.locator("#count").inner_text() == "3 models"
+    assert column(pg, "model") == [f"{ORG}/tiny-llama-a", f"{ORG}/tiny-llama-c", f"{ORG}/tiny-llama-e"]
+    ctx.close()
+
+
 def test_search_open_a_model_and_copy_its_script(page, dataset):
     model = f"{ORG}/tiny-llama-b"
-    page.locator("#search textarea, #search input").first.fill("LLAMA-B")
+    page.locator("#search").fill("LLAMA-B")
     wait_count(page, "0 models")   # the Selected view does not hold it ...
-    page.locator("#view").get_by_text("Downloads", exact=True).click()
+    page.select_option("#view", "Downloads")
     wait_count(page, "1 models")   # ... the Downloads view does
-    cell(page, model).click()
+    page.locator("#models-table a").get_by_text(model, exact=True).click()
     header = page.locator("#model-header")
     header.get_by_text(model, exact=True).wait_for()
     assert "FAIL(gen)" in header.inner_text() and PAIRS[-1] in header.inner_text()
     assert column(page, "change", "#history") == ["", "", "stopped passing"]
     assert column(page, "result", "#history") == ["PASS", "PASS", "FAIL(gen)"]
     row = dataset[PAIRS[-1], model]
-    assert page.locator("#error textarea").input_value() == row["error"]
+    assert page.locator("#error").text_content() == row["error"]
     link = page.locator("#model-header a", has_text="executed notebook")
     assert link.get_attribute("href").endswith(f"/datasets/{REPO}/blob/main/{row['notebook']}")
-    code = page.locator("#run-py .cm-content").inner_text()
-    assert code == row["run_py"].rstrip("\n")
-    page.locator("#run-py button[aria-label=Copy]").click()
+    assert page.locator("#run-py").text_content() == row["run_py"]
+    page.locator("#copy").click()
     page.wait_for_function("t => navigator.clipboard.readText().then(c => c === t)", arg=row["run_py"], timeout=5_000)
     page.screenshot(path=str(DOCS / "app-model.png"), full_page=True)
-    # an older pair's details
-    choose(page, "model-pair", PAIRS[0])
-    page.locator("#model-header").get_by_text(PAIRS[0]).wait_for()
-    assert page.locator("#error textarea").input_value() == ""
-    assert page.locator("#run-py .cm-content").inner_text() == dataset[PAIRS[0], model]["run_py"].rstrip("\n")
+    # an older pair's details: a PASS, so no error
+    page.locator("#history a").get_by_text(PAIRS[0], exact=True).click()
+    page.locator("#model-header code").get_by_text(PAIRS[0]).wait_for()
+    assert page.locator("#error").count() == 0
+    assert page.locator("#run-py").text_content() == dataset[PAIRS[0], model]["run_py"]
 
 
-def test_a_model_opens_from_its_address(browser, app_url, dataset):
+def test_a_model_opens_from_its_address(browser, app_url):
     pg = browser.new_page()
-    pg.goto(app_url + f"?model={ORG}/tiny-llama-a")
+    pg.goto(app_url + f"?model={ORG}/tiny-llama-a")   # the older address leads to the model's page
     pg.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-a", exact=True).wait_for(timeout=30_000)
     assert column(pg, "change", "#history") == ["", "started passing", ""]
+    assert pg.goto(app_url + "model?id=nobody/nothing").status == 404
+    assert pg.locator("#model-header").inner_text() == "No model nobody/nothing in the dataset."
+    answer = pg.goto(app_url + "?view=Likes")
+    assert answer.status == 400 and pg.locator("#bad-request").inner_text().startswith("unknown view 'Likes'")
     pg.close()
 
 
-def test_html_and_scripts_in_the_data_stay_text(page):
+def test_html_and_scripts_in_the_data_stay_text(page, app_url):
     # a model id with a script, in the table
-    page.locator("#search textarea, #search input").first.fill("evil")
+    page.locator("#search").fill("evil")
     wait_count(page, "1 models")
     evil = cell(page, EVIL)
     assert evil.count() == 1
     assert page.locator("#models-table script, #models-table img").count() == 0
     evil.click()
     page.locator("#model-header").get_by_text(EVIL, exact=True).wait_for()
-    assert page.locator("#model-header script, #model-header img").count() == 0
-    assert page.locator("#error textarea").input_value() == HOSTILE_NOTE
-    # a note with a script and an onerror image: as text in the notes box
-    page.locator("#model-id textarea, #model-id input").first.fill(f"{ORG}/tiny-llama-a")
-    page.locator("#model-id textarea, #model-id input").first.press("Enter")
+    assert page.locator("main script, main img, #error b").count() == 0
+    assert page.locator("#error").text_content() == HOSTILE_NOTE
+    clean(page)
+    # a note with a script and an onerror image: as text in the notes
+    page.goto(app_url + f"model?id={ORG}/tiny-llama-a")
     page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-a", exact=True).wait_for()
-    assert page.locator("#notes textarea").input_value() == HOSTILE_NOTE
+    assert page.locator("#notes").text_content() == HOSTILE_NOTE
     assert page.locator("#notes b, #notes script, #notes img").count() == 0
-    # the compiler team's views quote ids and errors too
+    clean(page)
+    # the compiler team's view quotes ids and errors too
+    page.goto(app_url + "compiler/")
+    grid_cell(page, EVIL, "#diff").wait_for()
+    assert page.locator("#diff script, #diff img").count() == 0
     page.get_by_role("tab", name="Failure causes").click()
     page.locator("#causes [role=gridcell]").get_by_text(EVIL, exact=False).first.wait_for()
     assert page.locator("#causes script, #causes img").count() == 0
-    page.get_by_role("tab", name="Regressions").click()
-    cell(page, EVIL, "#diff").wait_for()
-    assert page.locator("#diff script, #diff img").count() == 0
     page.wait_for_timeout(500)   # give any injected handler time to fire before the fixture checks window.__pwned
 
 
-def test_regressions_and_charts(page, dataset):
-    page.get_by_role("tab", name="Regressions").click()
-    cell(page, f"{ORG}/tiny-llama-b", "#diff").wait_for()
-    changes = dict(zip(column(page, "model_id", "#diff"), column(page, "change", "#diff")))
+def test_regressions_and_charts(page, app_url):
+    page.get_by_role("link", name="Regressions, failure causes and charts").click()
+    grid_cell(page, f"{ORG}/tiny-llama-b", "#diff").wait_for()
+    changes = dict(zip(grid_column(page, "model_id", "#diff"), grid_column(page, "change", "#diff")))
     assert changes == {f"{ORG}/tiny-llama-b": "regressed", f"{ORG}/tiny-bert": "regressed", EVIL: "regressed",
                        f"{ORG}/tiny-llama-e": "fixed"}
     page.get_by_role("tab", name="Charts").click()
@@ -258,13 +293,21 @@ def test_regressions_and_charts(page, dataset):
         img = page.locator(f"{chart} img").first
         img.wait_for()
         assert page.evaluate("e => e.naturalWidth", img.element_handle()) > 300
+    page.screenshot(path=str(DOCS / "app-charts.png"), full_page=True)
+    page.goto(app_url + "compiler/?tab=failures")   # a tab opens from its address, filled
+    page.locator("#causes [role=gridcell]").get_by_text(f"{ORG}/tiny-llama-d", exact=False).first.wait_for()
+    assert page.get_by_role("tab", name="Failure causes").get_attribute("aria-selected") == "true"
+    # the newest rows fail for b, d, tiny-bert and the evil id: each counted once, under its cause
+    assert sum(int(n) for n in grid_column(page, "models", "#causes")) == 4
+    back = page.get_by_role("link", name="Models")   # and back (Gradio opens Markdown links in a new tab)
+    assert back.get_attribute("href") == "/"
 
 
 def test_gradios_front_end_is_served_compressed_and_kept(app_url):
-    "No browser: a script the page names comes from GradioAssets, brotli-compressed and marked immutable."
-    with urllib.request.urlopen(app_url) as r:
+    "No browser: a script the compiler team's page names comes from GradioAssets, brotli-compressed and marked immutable."
+    with urllib.request.urlopen(app_url + "compiler/") as r:
         script = re.search(r'src="\./(assets/index-[^"]+\.js)"', r.read().decode())[1]
-    with urllib.request.urlopen(urllib.request.Request(app_url + script, headers={"Accept-Encoding": "br"})) as r:
+    with urllib.request.urlopen(urllib.request.Request(app_url + "compiler/" + script, headers={"Accept-Encoding": "br"})) as r:
         assert r.headers["Content-Encoding"] == "br" and "immutable" in r.headers["Cache-Control"]
 
 
