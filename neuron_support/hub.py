@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['LFS_SUFFIXES', 'LFS_MIN_SIZE', 'FIRST_DATE', 'KINDS', 'LIST_FIELDS', 'SORT_ALIASES', 'PAGE_SIZE', 'REPO_NAME',
            'ROUTES', 'LOOPBACK', 'HubError', 'file_ids', 'is_lfs', 'commit_sha', 'now_iso', 'safetensors_header',
-           'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'sibling', 'listing_fields', 'matches',
-           'page', 'file_entry', 'folder_entry', 'tree', 'paths_info', 'byte_range', 'writing', 'route', 'HubHandler',
-           'parse_form', 'front_matter', 'HubServer', 'make_server', 'serve_catalog', 'wait_for', 'hub_server',
-           'hub_env']
+           'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'sibling', 'names_only', 'listing_fields',
+           'matches', 'page', 'file_entry', 'folder_entry', 'tree', 'paths_info', 'byte_range', 'writing', 'route',
+           'HubHandler', 'parse_form', 'front_matter', 'HubServer', 'make_server', 'serve_catalog', 'wait_for',
+           'hub_server', 'hub_env']
 
 # %% ../nbs/01_hub.ipynb #bb4735d6
 import base64, contextlib, importlib.util, datetime, fcntl, hashlib, json, math, os, re, select, shutil, struct, subprocess, sys
@@ -219,10 +219,14 @@ def repo_info(self:Catalog, repo:Repo, commit:dict)->dict:
     return info
 
 def sibling(path:str, entry:dict)->dict:
-    "A file as `siblings` lists it."
+    "A file as `siblings` lists it when asked for the files' metadata."
     s = {"rfilename": path, "size": entry["size"], "blobId": entry["oid"]}
     if is_lfs(path, entry["size"]): s["lfs"] = {"sha256": entry["sha256"], "size": entry["size"], "pointerSize": 134}
     return s
+
+def names_only(info:dict)->dict:
+    "The info with its `siblings` reduced to their names: what the Hub answers unless `model_info` asks for blobs."
+    return {**info, "siblings": [{"rfilename": s["rfilename"]} for s in info["siblings"]]} if "siblings" in info else info
 
 # %% ../nbs/01_hub.ipynb #85f9b074
 LIST_FIELDS = ["_id", "id", "likes", "trendingScore", "private", "downloads", "tags", "pipeline_tag", "library_name",
@@ -237,7 +241,7 @@ def listing_fields(info:dict, # repo_info of one repo
     if expand: keep = ["_id", "id", *expand]
     elif query.get("full", ["false"])[0].lower() in ("1", "true"): keep = list(info)
     else: keep = LIST_FIELDS + (["config"] if query.get("config", ["false"])[0].lower() in ("1", "true") else [])
-    return {k: info[k] for k in keep if k in info}
+    return names_only({k: info[k] for k in keep if k in info})
 
 def matches(info:dict, query:dict)->bool:
     "Whether a repo passes the listing's filters."
@@ -525,6 +529,7 @@ def on_info(self:HubHandler, kind, repo_id, body, rev="main"):
     catalog = self.server.catalog
     repo, commit = catalog.resolve(KINDS[kind], repo_id, rev)
     info = catalog.repo_info(repo, commit)
+    if self.query.get("blobs", ["false"])[0].lower() not in ("1", "true"): info = names_only(info)
     expand = self.query.get("expand", []) + self.query.get("expand[]", [])
     self.send_json({k: info[k] for k in ["_id", "id", *expand] if k in info} if expand else info)
 

@@ -4,14 +4,15 @@
 
 # %% auto #0
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
-           'ENCODER_HEADS', 'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'FIT_MARGIN', 'is_moe', 'parallel_plans',
-           'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'cores_needed', 'fit_reasoning',
-           'Checkpoint', 'hub_checkpoint', 'safetensors_counts', 'local_checkpoint', 'find_checkpoint', 'read_text',
-           'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'plan_cores', 'make_plan',
-           'plan_record']
+           'ENCODER_HEADS', 'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe',
+           'parallel_plans', 'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files',
+           'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'hub_pickle_bytes',
+           'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes', 'find_checkpoint',
+           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'plan_cores',
+           'make_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
-import json, os, struct
+import functools, json, os, struct
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import transformers
@@ -80,6 +81,20 @@ def bf16_weight_bytes(parameters:dict, # {safetensors dtype: parameter count}
     "Bytes of the weights in bf16: floating-point parameters take 2 bytes, the others their own size."
     return sum(n * (2 if dt in FLOAT_DTYPES else DTYPE_BYTES.get(dt, 2)) for dt, n in parameters.items())
 
+# %% ../nbs/03_plan.ipynb #c96055e1
+PICKLE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+def pickle_files(names:list)->list:
+    "The names of a checkpoint's `pytorch_model*.bin` weight files."
+    return [n for n in names if n.rsplit("/", 1)[-1].startswith("pytorch_model") and n.endswith(".bin")]
+
+def pickle_weight_bytes(file_bytes:int, # total size of the pytorch_model*.bin files
+                        config:dict, # the model's config.json
+                       )->int: # bf16 bytes, estimated
+    "The bf16 bytes of weights stored in `pytorch_model*.bin` files, from their size and the config's dtype."
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "float32").removeprefix("torch.")
+    return file_bytes * 2 // PICKLE_DTYPE_BYTES.get(dtype, 4)
+
 # %% ../nbs/03_plan.ipynb #66607838
 FIT_MARGIN = 0.25
 
@@ -96,10 +111,13 @@ def cores_needed(weight_bytes:int, # bf16 weight bytes
     return None
 
 # %% ../nbs/03_plan.ipynb #cf2bb8ec
-def fit_reasoning(weight_bytes:int, core_gb:float, cores:int|None, max_cores:int, margin:float=FIT_MARGIN, forced:str="")->str:
+def fit_reasoning(weight_bytes:int, core_gb:float, cores:int|None, max_cores:int, margin:float=FIT_MARGIN, forced:str="",
+                  estimated:bool=False, # the weights were estimated from pytorch_model*.bin sizes
+                 )->str:
     "One sentence: weights, margin, capacity per core, and the cores chosen."
     w = weight_bytes / GiB
-    head = (f"bf16 weights {w:.3f} GiB + {margin:.0%} margin = {w * (1 + margin):.3f} GiB; one core holds {core_gb:g} GiB"
+    how = " (estimated from the size of its pytorch_model*.bin files)" if estimated else ""
+    head = (f"bf16 weights {w:.3f} GiB{how} + {margin:.0%} margin = {w * (1 + margin):.3f} GiB; one core holds {core_gb:g} GiB"
             if weight_bytes else f"no weights found in the checkpoint's metadata; one core holds {core_gb:g} GiB")
     if forced: return f"{head}: {forced}"
     if cores is None: return f"{head}: does not fit on {max_cores} cores"
@@ -118,16 +136,30 @@ class Checkpoint:
     files: list        # the repo's file names
     local: Path|None = None # the folder, when the model id is one
     parameters: dict = field(default_factory=dict) # {dtype: count} from the safetensors metadata
+    pickle_bytes: int = 0 # total size of its pytorch_model*.bin files, when it has no safetensors
 
 def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->Checkpoint:
-    "Resolve a Hub repo to its commit, task, files and safetensors parameter counts."
+    "Resolve a Hub repo to its commit, task, files, and safetensors parameter counts or pickle size."
     api = api or HfApi()
     try: info = api.model_info(model_id, revision=revision, expand=["sha", "pipeline_tag", "siblings", "safetensors"])
     except RevisionNotFoundError: raise UsageError(f"revision {revision!r} does not exist for model {model_id!r}") from None
     except GatedRepoError: raise UsageError(f"model {model_id!r} is gated and the Hub token may not read it") from None
     except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
     params = dict(info.safetensors.parameters) if info.safetensors else {}
-    return Checkpoint(model_id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params)
+    pickled = 0 if params else hub_pickle_bytes(api, model_id, info.sha, info.siblings or [])
+    return Checkpoint(model_id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
+
+def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
+    "Total size of a Hub repo's pytorch_model*.bin files: from its siblings when they carry sizes, else from the files' metadata."
+    names = set(pickle_files([s.rfilename for s in siblings]))
+    if not names: return 0
+    if all(s.size is not None for s in siblings if s.rfilename in names): return sum(s.size for s in siblings if s.rfilename in names)
+    return sum(size for name, size in file_sizes(api.endpoint, model_id, sha) if name in names)
+
+@functools.lru_cache(maxsize=1024)
+def file_sizes(endpoint:str, model_id:str, sha:str)->tuple: # ((name, size), ...)
+    "The sizes of a repo's files at a commit: one request, made once per commit (the selection and the plan both ask)."
+    return tuple((s.rfilename, s.size or 0) for s in HfApi(endpoint=endpoint).model_info(model_id, revision=sha, files_metadata=True).siblings or [])
 
 # %% ../nbs/03_plan.ipynb #18436ce1
 def safetensors_counts(paths)->dict: # {dtype: count}
@@ -146,7 +178,14 @@ def local_checkpoint(folder:Path)->Checkpoint:
     "A checkpoint in a local folder: its files and parameter counts."
     folder = Path(folder)
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    return Checkpoint(str(folder), "", "", files, folder, safetensors_counts(sorted(folder.rglob("*.safetensors"))))
+    counts = safetensors_counts(sorted(folder.rglob("*.safetensors")))
+    pickled = 0 if counts else sum((folder / n).stat().st_size for n in pickle_files(files))
+    return Checkpoint(str(folder), "", "", files, folder, counts, pickled)
+
+def checkpoint_weight_bytes(ck:Checkpoint, config:dict)->tuple: # (bf16 bytes, estimated)
+    "The checkpoint's bf16 weight bytes: counted from its safetensors, else estimated from its pytorch_model*.bin files."
+    if ck.parameters: return bf16_weight_bytes(ck.parameters), False
+    return pickle_weight_bytes(ck.pickle_bytes, config), ck.pickle_bytes > 0
 
 def find_checkpoint(model_id:str, revision:str|None=None)->Checkpoint:
     "The checkpoint behind a model id: a local folder if one exists at that path, else a Hub repo."
@@ -217,18 +256,20 @@ def parallel_mode(runner:str, cores:int, model_type:str)->str:
     return "ep" if runner == "run_dense_ep" else "tp"
 
 # %% ../nbs/03_plan.ipynb #a3c34143
-def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_cores:int, cores:int|None)->tuple: # (cores, reasoning)
+def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_cores:int, cores:int|None,
+               estimated:bool=False, # the weights were estimated from pytorch_model*.bin sizes
+              )->tuple: # (cores, reasoning)
     "The cores for a run, and why."
-    if cores: return cores, fit_reasoning(weight_bytes, core_gb, cores, max_cores, forced=f"{cores} cores, as asked")
+    fit = lambda n, most, **kw: fit_reasoning(weight_bytes, core_gb, n, most, estimated=estimated, **kw)
+    if cores: return cores, fit(cores, max_cores, forced=f"{cores} cores, as asked")
     tp, ep = parallel_plans(model_type)
     shardable = runner in ("run_dense", "run_multimodal") and tp or runner == "run_dense_ep"
     n = cores_needed(weight_bytes, core_gb, max_cores if shardable else 1)
     if n is None and not shardable:
         why = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core"}.get(runner, "no tensor-parallel plan")
-        raise UsageError(f"model does not fit on one core of {core_gb:g} GiB ({why}): "
-                         + fit_reasoning(weight_bytes, core_gb, None, 1))
-    if n is None: raise UsageError(fit_reasoning(weight_bytes, core_gb, None, max_cores))
-    return n, fit_reasoning(weight_bytes, core_gb, n, max_cores)
+        raise UsageError(f"model does not fit on one core of {core_gb:g} GiB ({why}): " + fit(None, 1))
+    if n is None: raise UsageError(fit(None, max_cores))
+    return n, fit(n, max_cores)
 
 # %% ../nbs/03_plan.ipynb #1be915b0
 def make_plan(model_id:str, # Hub id or local folder
@@ -248,9 +289,9 @@ def make_plan(model_id:str, # Hub id or local folder
     config = read_config(ck)
     runner, head = choose_runner(config)
     mt = config.get("model_type", "")
-    wb = bf16_weight_bytes(ck.parameters)
+    wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
-    n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores)
+    n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated)
     chat = runner == "run_multimodal" or (runner != "run_encoder" and has_chat_template(ck))
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)

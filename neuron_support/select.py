@@ -128,9 +128,9 @@ def remote_code(config:dict, # the parsed config.json
 # %% ../nbs/07_select.ipynb #11073b20
 def weight_files(info:ModelInfo)->list: # the loadable weight files' names
     "The repo's files that `from_pretrained` loads weights from."
+    from neuron_support.plan import pickle_files
     names = [s.rfilename for s in info.siblings or []]
-    st = [n for n in names if n.endswith(".safetensors")]
-    return st or [n for n in names if n.rsplit("/", 1)[-1].startswith("pytorch_model") and n.endswith(".bin")]
+    return [n for n in names if n.endswith(".safetensors")] or pickle_files(names)
 
 def no_weights(info:ModelInfo)->str|None: # the reason, or None
     "Why the checkpoint has nothing to load, naming what it has instead."
@@ -172,13 +172,14 @@ def unsupported(task:str, # the listing's pipeline_tag
 def runner_and_fit(info:ModelInfo, # the listing's item, with a config
                    stack, # the stack the sweep runs on (its cores and core_gb)
                    max_cores:int=MAX_CORES, # the card's limit
+                   api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                   )->tuple: # (category, reason) or (None, (runner, head class, weight bytes, cores, fit reasoning))
     "The plan's runner and fit for a listing item, or why the plan refuses it."
-    from neuron_support.plan import choose_runner, bf16_weight_bytes, plan_cores
+    from neuron_support.plan import choose_runner, checkpoint_weight_bytes, plan_cores
     runner, head = choose_runner(info.config)
     if why := unsupported(info.pipeline_tag, info.config, runner): return "unsupported-task", why
-    nbytes = bf16_weight_bytes(dict(info.safetensors.parameters) if info.safetensors else {})
-    try: cores, fit = plan_cores(runner, info.config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None)
+    nbytes, estimated = checkpoint_weight_bytes(listing_checkpoint(info, api), info.config)
+    try: cores, fit = plan_cores(runner, info.config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None, estimated)
     except UsageError as e: return "too-large", str(e)
     return None, (runner, head, nbytes, cores, fit)
 
@@ -193,7 +194,7 @@ def exclusion(info:ModelInfo, # the listing's item
     if why := missing_config(info): return "no-config", why
     if why := remote_code(info.config, info.tags or []): return "trust-remote-code", why
     if why := quantization(info.config): return "quantized", why
-    category, fit = runner_and_fit(info, stack, max_cores)
+    category, fit = runner_and_fit(info, stack, max_cores, api)
     if category: return category, fit
     if why := no_weights(info): return "no-weights", why
     if why := gated(info, api.endpoint if api else None, token): return "gated", why
@@ -268,22 +269,26 @@ def run_or_skip(c:Candidate, # the candidate, with its plan's script in `run_py`
     return c
 
 # %% ../nbs/07_select.ipynb #c4472a15
-def listing_checkpoint(info:ModelInfo)->"Checkpoint":
-    "The plan module's `Checkpoint` of a repo, from its listing item."
-    from neuron_support.plan import Checkpoint
-    return Checkpoint(info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None,
-                      dict(info.safetensors.parameters) if info.safetensors else {})
+def listing_checkpoint(info:ModelInfo, # the listing item
+                       api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
+                      )->"Checkpoint":
+    "The plan module's `Checkpoint` of a repo, from its listing item (and, for a repo with only pickles, their sizes)."
+    from neuron_support.plan import Checkpoint, hub_pickle_bytes
+    params = dict(info.safetensors.parameters) if info.safetensors else {}
+    pickled = 0 if params else hub_pickle_bytes(api or HfApi(), info.id, info.sha, info.siblings or [])
+    return Checkpoint(info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
 
 def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblings, sha)
                  stack, # the stack that would run it
                  max_cores:int=MAX_CORES, # the card's limit
+                 api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                 )->"Plan": # what make_plan(info.id, info.sha, stack, max_cores) returns
     "The plan of a listed model, built as `make_plan` builds it, from the listing's data."
     from neuron_support import plan as P
-    ck, config = listing_checkpoint(info), info.config
+    ck, config = listing_checkpoint(info, api), info.config
     runner, head = P.choose_runner(config)
-    mt, wb = config.get("model_type", ""), P.bf16_weight_bytes(ck.parameters)
-    n, fit = P.plan_cores(runner, mt, wb, stack.core_gb, min(max_cores, stack.cores), None)
+    mt, (wb, estimated) = config.get("model_type", ""), P.checkpoint_weight_bytes(ck, config)
+    n, fit = P.plan_cores(runner, mt, wb, stack.core_gb, min(max_cores, stack.cores), None, estimated)
     chat = runner == "run_multimodal" or (runner != "run_encoder" and P.has_chat_template(ck))
     return P.Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, stack.core_gb, fit,
                   P.parallel_mode(runner, n, mt), P.plan_inputs(runner, head, config, chat), chat)
@@ -305,9 +310,10 @@ def plan_candidate(c:Candidate, # the candidate, its fit known
                    last:dict|None=None, # its last row, for the packages its run installed
                    max_cores:int=MAX_CORES, # the card's limit
                    render=default_render, # render(plan, stack, packages) -> run.py text
+                   api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                   )->Candidate:
     "Give the candidate its plan and its would-be script."
-    c.plan = listing_plan(info, stack, max_cores)
+    c.plan = listing_plan(info, stack, max_cores, api)
     c.run_py = render(c.plan, stack, script_packages((last or {}).get("run_py")))
     return c
 
@@ -325,7 +331,7 @@ def decide(info:ModelInfo, # the listing item
     category, why = exclusion(info, stack, token, max_cores, api)
     if category: c.decision, c.exclusion, c.reason = "excluded", category, why; return c
     c.runner, _, c.weight_bytes, c.cores, _ = why
-    plan_candidate(c, info, stack, last, max_cores, render)
+    plan_candidate(c, info, stack, last, max_cores, render, api)
     run_or_skip(c, last)
     if c.decision != "run": c.plan = None
     return c

@@ -87,6 +87,10 @@ def test_model_info(hub, hub_catalog):
     assert info.safetensors.parameters == expected_parameters(folder) == {"BF16": info.safetensors.total}
     assert re.fullmatch(r"[0-9a-f]{40}", info.sha)
     assert sorted(s.rfilename for s in info.siblings) == sorted(p.name for p in folder.iterdir())
+    assert all(s.size is None for s in info.siblings)   # names only, as the Hub answers, unless asked for metadata:
+    sizes = {s.rfilename: s.size for s in HfApi().model_info(LLAMA, files_metadata=True).siblings}
+    assert sizes == {p.name: p.stat().st_size for p in folder.iterdir()}
+    assert all(s.size is None for m in HfApi().list_models(expand=["siblings"]) for s in m.siblings)
     assert (info.pipeline_tag, info.library_name, info.gated, info.downloads, info.trending_score) == \
         ("text-generation", "transformers", False, 500, 1)
     assert info.config["model_type"] == "llama"

@@ -19,6 +19,7 @@ TASKS = ["text-generation", "image-text-to-text", "translation", "summarization"
          "sentence-similarity", "text-ranking"]
 PAGE = 4  # the test server's page size: every ranking of more than 4 models is paged
 EXTRA = "neuron-support-test/bert-as-generator"  # a BERT listed under text-generation: unsupported-task
+PICKLE = "neuron-support-test/tiny-llama-pickle"  # weights only in a float32 pytorch_model.bin: planned from its size
 EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-llama-gptq": ("quantized", "quantization_config.quant_method = 'gptq'"),
     "neuron-support-demo/tiny-llava-bnb": ("quantized", "text_config.quantization_config.quant_method = 'bitsandbytes'"),
@@ -41,9 +42,18 @@ def select_catalog(demo_catalog, tmp_path_factory) -> Path:
     d.mkdir(parents=True)
     (d / "config.json").write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert"}))
     (d / "model.safetensors").write_bytes(ONE_TENSOR)
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    d = root / "models" / PICKLE
+    tiny = LlamaForCausalLM(LlamaConfig(vocab_size=128, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                        num_attention_heads=2, num_key_value_heads=1))
+    tiny.config.save_pretrained(d)
+    torch.save(tiny.state_dict(), d / "pytorch_model.bin")
     cat = json.loads((demo_catalog / "catalog.json").read_text())
     cat["models"].append({"id": EXTRA, "pipeline_tag": "text-generation", "library_name": "transformers",
                           "downloads": 700_000, "trendingScore": 33})
+    cat["models"].append({"id": PICKLE, "pipeline_tag": "text-generation", "library_name": "transformers",
+                          "downloads": 650_000, "trendingScore": 31})
     (root / "catalog.json").write_text(json.dumps(cat))
     return root
 
@@ -146,7 +156,8 @@ def test_every_exclusion_category_with_its_reason(demo_list):
 
 
 def test_demo_request_count(demo_list, select_catalog):
-    "The whole demo list: one ranking request per page, one endpoint check, and nothing per model but tokenizer configs."
+    """The whole demo list: one ranking request per page, one endpoint check, and nothing per model but tokenizer configs
+    (and, for the repo with only a pickle, one request for its files' sizes)."""
     catalog = json.loads((select_catalog / "catalog.json").read_text())
     per_task = {t: sum(m["pipeline_tag"] == t for m in catalog["models"]) for t in TASKS}
     pages = sum(2 * math.ceil(n / PAGE) for n in per_task.values() if n)
@@ -154,7 +165,9 @@ def test_demo_request_count(demo_list, select_catalog):
     listings = [u for _, u in sent if "/api/models?" in u and "pipeline_tag=" in u]
     assert len(listings) == pages
     assert all("expand=config" in u and "expand=safetensors" in u and "filter=transformers" in u for u in listings)
-    others = [(m, u) for m, u in sent if u not in listings and not u.endswith("/api/models?limit=1")
+    sizes = [u for _, u in sent if "blobs=true" in u.lower()]
+    assert len(sizes) == 1 and f"/api/models/{PICKLE}/" in sizes[0], sizes
+    others = [(m, u) for m, u in sent if u not in listings + sizes and not u.endswith("/api/models?limit=1")
               and not u.endswith("/api/agent-harnesses")]
     assert all(u.endswith("/tokenizer_config.json") for _, u in others), others
     assert demo_list["list"]["requests"] == len(sent)
@@ -194,7 +207,7 @@ def test_skip_if_unchanged(select_hub, tmp_path):
     assert i["decision"] == "run" and "run.py changed" in i["reason"]
 
 
-def test_listing_plan_is_make_plan(select_hub, tmp_path):
+def test_listing_plan_is_make_plan(select_hub, select_catalog, tmp_path):
     "The plan built from the listing equals make_plan's, which downloads, for every model that would run."
     code = r'''
 import json
@@ -203,21 +216,25 @@ from huggingface_hub import HfApi
 from neuron_support.plan import make_plan
 from neuron_support.select import listing_plan, EXPAND, TASKS, exclusion
 from neuron_support.stack import detect_stack
-stack, api, bad, n = detect_stack("cpu", found={}), HfApi(), [], 0
+stack, api, bad, n, pickled = detect_stack("cpu", found={}), HfApi(), [], 0, None
 for t in TASKS:
     for info in api.list_models(filter="transformers", pipeline_tag=t, expand=EXPAND):
         if exclusion(info, stack, None, 16, api)[0]: continue
         n += 1
         a, b = asdict(listing_plan(info, stack)), asdict(make_plan(info.id, info.sha, stack))
         if a != b: bad.append([info.id, a, b])
-print("RESULT " + json.dumps({"n": n, "bad": bad}))
-'''
+        if info.id == PICKLE: pickled = [a["weight_bytes"], a["fit"]]
+print("RESULT " + json.dumps({"n": n, "bad": bad, "pickled": pickled}))
+'''.replace("PICKLE", repr(PICKLE))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        env={**os.environ, **hub_env(select_hub, tmp_path / "hf")})
     line = next((l for l in p.stdout.splitlines() if l.startswith("RESULT ")), None)
     assert line, p.stderr[-3000:]
     got = json.loads(line[7:])
     assert got["n"] >= 15 and got["bad"] == []
+    weight_bytes, fit = got["pickled"]   # float32 in the pickle: about half its size in bf16
+    assert weight_bytes == (select_catalog / "models" / PICKLE / "pytorch_model.bin").stat().st_size // 2
+    assert "estimated from the size of its pytorch_model*.bin files" in fit
 
 
 # --- in-process tests, against the session's `hub` (HF_ENDPOINT) ---
