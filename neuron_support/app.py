@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIEWS', 'FIGURE', 'LATEST', 'ALL', 'LIMIT',
-           'HISTORY', 'SAFE_URL', 'RESULT_COLOURS', 'COLOURS', 'TITLE', 'INTRO', 'STYLE', 'SCRIPT', 'TABS', 'hub_repo',
-           'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns',
-           'Results', 'view_rows', 'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of',
-           'history', 'model_row', 'text_of', 'check_text', 'notebook_url', 'link', 'model_header', 'diff_of',
+           'HISTORY', 'SAFE_URL', 'COLOURS', 'TITLE', 'INTRO', 'STYLE', 'SCRIPT', 'TABS', 'hub_repo', 'pair_files',
+           'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results',
+           'view_rows', 'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history',
+           'model_row', 'text_of', 'check_text', 'notebook_url', 'result_class', 'link', 'model_header', 'diff_of',
            'pair_diff', 'failure_causes', 'results_by_pair', 'passing_resources', 'charts', 'page', 'html_table',
            'model_link', 'choices', 'select', 'models_section', 'models_page', 'model_page', 'quiet_gradio',
            'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
@@ -251,8 +251,8 @@ def text_of(value)->str:
 
 def check_text(row:pd.Series)->str:
     "The output check's verdict, in words."
-    if isinstance(row.cpu_match, str) and row.cpu_match: return f"cpu_match: {row.cpu_match}"
-    if isinstance(row.english, str) and row.english: return f"english (judge): {row.english}"
+    if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}"
+    if text_of(row.english): return f"english (judge): {row.english}"
     return "no output check" if row.result != "EXCLUDED" else "not run"
 
 def notebook_url(source:str, notebook)->str|None:
@@ -265,7 +265,9 @@ Results.model_row = model_row
 
 # %% ../nbs/10_app.ipynb #d2c660c6
 SAFE_URL = re.compile(r"(https?://|/files/)[^\s\"'<>]*")
-RESULT_COLOURS = {"PASS": "#15803d", "EXCLUDED": "#6b7280"}
+def result_class(result:str)->str:
+    "The CSS class that colours a result: `r-PASS`, `r-FAIL` (every failure class) or `r-EXCLUDED` (the colours are in the page's STYLE)."
+    return "r-" + result.split("(")[0]
 
 def link(url:str|None, text:str)->str:
     "An escaped link, or the escaped text alone when the address is not a safe one."
@@ -274,10 +276,9 @@ def link(url:str|None, text:str)->str:
 
 def model_header(model_id:str, row:pd.Series, source:str="")->str:
     "The model page's heading: id, result, pair and links, every value escaped."
-    colour = RESULT_COLOURS.get(row.result, "#b91c1c")
     hub = link(f"https://huggingface.co/{model_id}", "model on the Hub") if re.fullmatch(r"[\w.-]+/[\w.-]+", model_id) else ""
     return (f'<h2 class="model-id">{html.escape(model_id)}</h2>'
-            f'<p><b style="color:{colour}" class="model-result">{html.escape(row.result)}</b> on <code>{html.escape(row.pair)}</code>'
+            f'<p><b class="model-result {result_class(row.result)}">{html.escape(row.result)}</b> on <code>{html.escape(row.pair)}</code>'
             f'{"".join(f" · {html.escape(v)}" for v in (row.task, row.runner) if text_of(v))}</p>'
             f'<p>{link(notebook_url(source, row.notebook), "executed notebook")}{" · " + hub if hub else ""}</p>')
 
@@ -415,7 +416,7 @@ def html_table(df:pd.DataFrame, id:str, links:dict|None=None)->str:
     def td(c, i, v):
         v = html.escape(str(v))
         if c in links: v = f'<a href="{html.escape(links[c][i], quote=True)}">{v}</a>'
-        return f'<td class="r-{v.split("(")[0]}">{v}</td>' if c == "result" else f"<td>{v}</td>"
+        return f'<td class="{result_class(v)}">{v}</td>' if c == "result" else f"<td>{v}</td>"
     body = "".join("<tr>" + "".join(td(c, i, v) for c, v in zip(df.columns, row)) + "</tr>" for i, row in enumerate(df.itertuples(index=False)))
     return f'<table id="{id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -435,7 +436,7 @@ def models_section(self:Results, view:str="Selected", task:str=ALL, runner:str=A
     rows = self.view_rows(view, task, runner, result, pair, q)
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
-    split = ", ".join(f'<span class="r-{r.split("(")[0]}">{k:,} {html.escape(r)}</span>' for r, k in sorted(zip(found, n), key=lambda x: RESULTS.index(x[0])))
+    split = ", ".join(f'<span class="{result_class(r)}">{k:,} {html.escape(r)}</span>' for r, k in sorted(zip(found, n), key=lambda x: RESULTS.index(x[0])))
     return (f'<section id="models"><p><span id="count">{html.escape(view_summary(rows))}</span>{": " + split if split else ""}</p>'
             f'{html_table(t, "models-table", {"model": [model_link(m) for m in t.model]})}</section>')
 

@@ -6,10 +6,10 @@
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
            'ENCODER_HEADS', 'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe',
            'parallel_plans', 'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files',
-           'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'hub_pickle_bytes',
-           'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes', 'find_checkpoint',
-           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'plan_cores',
-           'make_plan', 'plan_record']
+           'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint',
+           'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
+           'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
+           'plan_cores', 'make_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -145,9 +145,16 @@ def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->C
     except RevisionNotFoundError: raise UsageError(f"revision {revision!r} does not exist for model {model_id!r}") from None
     except GatedRepoError: raise UsageError(f"model {model_id!r} is gated and the Hub token may not read it") from None
     except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
+    return info_checkpoint(info, api, model_id)
+
+def info_checkpoint(info, # the Hub's ModelInfo: model_info's answer or a listing item (sha, pipeline_tag, siblings, safetensors)
+                    api:HfApi, # the client, for the file sizes of a repo with only pickles
+                    model_id:str|None=None, # the id as the user gave it (default: the Hub's)
+                   )->Checkpoint:
+    "A Hub repo's `Checkpoint` from what the Hub said about it."
     params = dict(info.safetensors.parameters) if info.safetensors else {}
-    pickled = 0 if params else hub_pickle_bytes(api, model_id, info.sha, info.siblings or [])
-    return Checkpoint(model_id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
+    pickled = 0 if params else hub_pickle_bytes(api, model_id or info.id, info.sha, info.siblings or [])
+    return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
 
 def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
     "Total size of a Hub repo's pytorch_model*.bin files: from its siblings when they carry sizes, else from the files' metadata."

@@ -8,9 +8,9 @@ __all__ = ['SELECTION_TASKS', 'SEQ2SEQ_TASKS', 'ENCODER_TASKS', 'TASKS', 'SORTS'
            'merge_rankings', 'list_ranking', 'check_endpoint', 'hub_errors', 'recording_client', 'count_requests',
            'missing_config', 'quantization', 'remote_code', 'weight_files', 'no_weights', 'gated', 'unsupported',
            'runner_and_fit', 'exclusion', 'Rankings', 'select_ids', 'sweep_order', 'last_rows', 'Candidate',
-           'run_or_skip', 'listing_checkpoint', 'listing_plan', 'script_packages', 'default_render', 'plan_candidate',
-           'decide', 'SweepList', 'sweep_list', 'candidate_record', 'list_json', 'short_ranks', 'format_list',
-           'format_explain', 'synthetic_entry', 'synthetic_catalog']
+           'run_or_skip', 'listing_plan', 'script_packages', 'default_render', 'plan_candidate', 'decide', 'SweepList',
+           'sweep_list', 'candidate_record', 'list_json', 'short_ranks', 'format_list', 'format_explain',
+           'synthetic_entry', 'synthetic_catalog']
 
 # %% ../nbs/07_select.ipynb #917e74bf
 import contextlib, json, time
@@ -175,10 +175,10 @@ def runner_and_fit(info:ModelInfo, # the listing's item, with a config
                    api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                   )->tuple: # (category, reason) or (None, (runner, head class, weight bytes, cores, fit reasoning))
     "The plan's runner and fit for a listing item, or why the plan refuses it."
-    from neuron_support.plan import choose_runner, checkpoint_weight_bytes, plan_cores
+    from neuron_support.plan import choose_runner, checkpoint_weight_bytes, info_checkpoint, plan_cores
     runner, head = choose_runner(info.config)
     if why := unsupported(info.pipeline_tag, info.config, runner): return "unsupported-task", why
-    nbytes, estimated = checkpoint_weight_bytes(listing_checkpoint(info, api), info.config)
+    nbytes, estimated = checkpoint_weight_bytes(info_checkpoint(info, api or HfApi()), info.config)
     try: cores, fit = plan_cores(runner, info.config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None, estimated)
     except UsageError as e: return "too-large", str(e)
     return None, (runner, head, nbytes, cores, fit)
@@ -269,15 +269,6 @@ def run_or_skip(c:Candidate, # the candidate, with its plan's script in `run_py`
     return c
 
 # %% ../nbs/07_select.ipynb #c4472a15
-def listing_checkpoint(info:ModelInfo, # the listing item
-                       api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
-                      )->"Checkpoint":
-    "The plan module's `Checkpoint` of a repo, from its listing item (and, for a repo with only pickles, their sizes)."
-    from neuron_support.plan import Checkpoint, hub_pickle_bytes
-    params = dict(info.safetensors.parameters) if info.safetensors else {}
-    pickled = 0 if params else hub_pickle_bytes(api or HfApi(), info.id, info.sha, info.siblings or [])
-    return Checkpoint(info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
-
 def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblings, sha)
                  stack, # the stack that would run it
                  max_cores:int=MAX_CORES, # the card's limit
@@ -285,7 +276,7 @@ def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblin
                 )->"Plan": # what make_plan(info.id, info.sha, stack, max_cores) returns
     "The plan of a listed model, built as `make_plan` builds it, from the listing's data."
     from neuron_support import plan as P
-    ck, config = listing_checkpoint(info, api), info.config
+    ck, config = P.info_checkpoint(info, api or HfApi()), info.config
     runner, head = P.choose_runner(config)
     mt, (wb, estimated) = config.get("model_type", ""), P.checkpoint_weight_bytes(ck, config)
     n, fit = P.plan_cores(runner, mt, wb, stack.core_gb, min(max_cores, stack.cores), None, estimated)
