@@ -381,8 +381,12 @@ th{background:#f3f4f6;position:sticky;top:0} td{overflow-wrap:anywhere}
 pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0 .8em}
 dt{font-weight:600;margin-top:.6em} .error{color:#b91c1c}"""
 SCRIPT = """const f = document.getElementById('filters'); let asked = 0, wait;
+const query = () => new URLSearchParams(new FormData(f)).toString();
+let shown = f && query();
 async function refresh() {   // the table only, from the server; the address follows, for a link or a reload
-  const q = new URLSearchParams(new FormData(f)).toString(), n = ++asked;
+  const q = query();
+  if (q === shown) return;   // the search box repeats its change on blur, as a result is clicked: a new table would swallow the click
+  shown = q; const n = ++asked;
   const text = await (await fetch('models?' + q)).text();
   if (n !== asked) return;
   document.getElementById('models').outerHTML = text; history.replaceState(null, '', '?' + q);

@@ -253,6 +253,15 @@ def test_search_open_a_model_and_copy_its_script(page, dataset):
     assert page.locator("#run-py").text_content() == dataset[PAIRS[0], model]["run_py"]
 
 
+def test_a_result_pressed_after_typing_opens(page):
+    "A press on a result takes the focus from the search box, which fires `change` again: the table must stay put."
+    page.locator("#search").fill("llama-c")
+    wait_count(page, "1 models")
+    page.locator("#models-table a").get_by_text(f"{ORG}/tiny-llama-c", exact=True).hover()
+    page.mouse.down(); page.wait_for_timeout(300); page.mouse.up()   # a person's press, not an instant one
+    page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-c", exact=True).wait_for(timeout=10_000)
+
+
 def test_a_model_opens_from_its_address(browser, app_url):
     pg = browser.new_page()
     pg.goto(app_url + f"?model={ORG}/tiny-llama-a")   # the older address leads to the model's page
