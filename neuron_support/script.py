@@ -8,7 +8,7 @@ __all__ = ['DEFAULT_TIME_LIMIT', 'RUN_PY_FUNCTIONS', 'CHECK_ALLOWANCE', 'PROTECT
            'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'run_notebook_path', 'run_model']
 
 # %% ../nbs/06_script.ipynb #56dec127
-import inspect, json, os, pprint, re, signal, subprocess, sys, tempfile, time
+import inspect, json, os, pprint, re, signal, subprocess, sys, sysconfig, tempfile, time
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, compiler_key, write_atomic, utc_now
 from .plan import Plan, make_plan, plan_record
@@ -184,11 +184,13 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
 
 # %% ../nbs/06_script.ipynb #374292f3
 def run_notebook_path()->Path:
-    "The run notebook template: $NEURON_SUPPORT_RUN_NOTEBOOK, or nbs/run.ipynb of the package's checkout."
+    "The run notebook template: $NEURON_SUPPORT_RUN_NOTEBOOK, else nbs/run.ipynb of the package's checkout, else a wheel's copy."
     if p := os.environ.get("NEURON_SUPPORT_RUN_NOTEBOOK"): return Path(p)
-    p = Path(__file__).resolve().parents[1] / "nbs" / "run.ipynb"
-    if not p.is_file(): raise UsageError(f"the run notebook template is missing ({p}); set NEURON_SUPPORT_RUN_NOTEBOOK")
-    return p
+    places = [Path(__file__).resolve().parents[1] / "nbs" / "run.ipynb"]   # a checkout, installed editable
+    places += [Path(sysconfig.get_path("data", s)) / "share" / "neuron-support" / "run.ipynb"   # a wheel's data files
+               for s in (sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user"))]
+    if p := next((p for p in places if p.is_file()), None): return p
+    raise UsageError(f"the run notebook template is missing (looked for {', '.join(map(str, places))}); set NEURON_SUPPORT_RUN_NOTEBOOK")
 
 def run_model(model_id:str, # Hub id or local folder
               out_dir:str|Path, # where run.ipynb, run.py and result.json go

@@ -4,7 +4,7 @@ Local tiny checkpoints (written here with save_pretrained) cover the core paths;
 (`demo_hub`) covers every runner on its demo models. Each run is a real `run.py` with real rank processes and
 aot_eager compilation, so a run costs tens of seconds on this machine.
 """
-import importlib.util, json, os, subprocess, sys, time
+import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
 import psutil, pytest, torch
@@ -188,3 +188,25 @@ def test_image_text_run_is_held_to_the_cpu(demo_hub, tmp_path):
     check_row(row)
     assert row["check"] == "cpu" and row["result"] == "FAIL(output)" and row["cpu_match"].startswith("N first differs"), row["cpu_match"]
     assert row["english"] is None  # no judge: the CPU comparison decided
+
+
+def test_a_wheel_carries_the_run_notebook(local_models, tmp_path):
+    "Installed from its wheel, away from the checkout, the package runs a model: the wheel puts run.ipynb under share/."
+    src, wheels, venv = tmp_path / "src", tmp_path / "wheels", tmp_path / "venv"
+    for name in ("pyproject.toml", "README.md", "neuron_support", "nbs/run.ipynb"):   # what the build reads, not the checkout's clutter
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_dir(): shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else: shutil.copy(REPO / name, src / name)
+    pip = dict(check=True, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(wheels)], **pip)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], **pip)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", *wheels.glob("*.whl")], **pip)
+    env = {k: v for k, v in os.environ.items() if k != "NEURON_SUPPORT_RUN_NOTEBOOK"}
+    where = subprocess.run([venv / "bin" / "python", "-c", "import neuron_support.script as s; print(s.__file__); print(s.run_notebook_path())"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert all(Path(w).is_relative_to(venv) for w in where), where   # the wheel's package and its notebook, not the checkout's
+    assert Path(where[1]).read_bytes() == NOTEBOOK.read_bytes()
+    p = subprocess.run([venv / "bin" / "neuron-support", "run", str(local_models / "llama"), "--out", str(tmp_path / "out"), "--device", "cpu"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("PASS") and (tmp_path / "out" / "run.py").is_file(), p.stdout
