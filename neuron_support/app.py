@@ -490,8 +490,8 @@ def compiler_view(self:Results)->"gr.Blocks":
     "The Gradio page of regressions, failure causes and charts."
     gr = quiet_gradio()
     with gr.Blocks(title=f"Regressions, failure causes and charts · {TITLE}", analytics_enabled=False) as app:
-        gr.Markdown(f"# {TITLE}\n[Models](/) · the compiler team's view: what changed between two pairs, "
-                    "the most common failure causes, and the results as charts.")
+        gr.HTML(f'<h1>{html.escape(TITLE)}</h1><p><a href="/">Models</a> · the compiler team\'s view: what changed between two pairs, '
+                "the most common failure causes, and the results as charts.</p>")   # HTML, not Markdown: Gradio opens Markdown links in a new tab
         with gr.Tabs(selected="diff") as tabs:
             with gr.Tab("Regressions", id="diff"):
                 with gr.Row():
