@@ -8,6 +8,7 @@ import importlib.util, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
 import psutil, pytest, torch
+from safetensors.torch import load_file
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM
 
 from neuron_support import runners
@@ -46,6 +47,9 @@ def local_models(tmp_path_factory) -> Path:
     BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                max_position_embeddings=128)).save_pretrained(root / "forward-raises")
     tok.save_pretrained(root / "forward-raises")
+    # the pre-safetensors layout, which transformers 5 no longer writes: the same weights in pytorch_model.bin only
+    shutil.copytree(root / "llama", root / "pickle", ignore=shutil.ignore_patterns("*.safetensors"))
+    torch.save(load_file(root / "llama" / "model.safetensors"), root / "pickle" / "pytorch_model.bin")
     return root
 
 
@@ -100,6 +104,16 @@ def test_dense_one_core_papermill_then_python_run_py(local_models, tmp_path):
     p = subprocess.run([sys.executable, "run.py", "--reference-cache", str(tmp_path / "refs")], cwd=out, capture_output=True, text=True, timeout=900)
     again = json.loads(p.stdout.strip().splitlines()[-1])
     assert again["tokens"] == tokens and again["result"] == "PASS" and again["reference_cached"] is True
+
+
+def test_a_pickle_checkpoint_is_sized_loaded_and_run(local_models, tmp_path):
+    "Weights in pytorch_model.bin only: the plan estimates their size from the file, transformers loads them, the run passes."
+    out = tmp_path / "pickle"
+    row = papermill(out, str(local_models / "pickle"), max_new_tokens=8, min_new_tokens=8)
+    check_row(row)
+    assert (row["result"], row["runner"], row["neuron_cores"], row["check"]) == ("PASS", "run_dense", 1, "cpu")
+    assert "estimated from the size of its pytorch_model*.bin files" in (out / "run.py").read_text()
+    assert len(outcome(out)["tokens"]) == 8
 
 
 def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
