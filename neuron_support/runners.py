@@ -116,12 +116,18 @@ def prompt_inputs(tok, plan:dict)->dict:
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 # %% ../nbs/04_runners.ipynb #db5c8e5c
-def static_cache(model, max_cache_len:int):
+def static_cache(model, max_cache_len:int,
+                 encoder_len:int=0, # an encoder-decoder's: the length of the encoder's output
+                ):
     "The model's static KV cache with its sliding-window layers kept whole, or None when it has none (generate builds it)."
-    layers = transformers.StaticCache(config=model.config, max_cache_len=max_cache_len).layers
-    sliding = [type(l) is transformers.StaticSlidingWindowLayer for l in layers]
-    if not any(sliding): return None
-    return transformers.Cache(layers=[transformers.StaticLayer(max_cache_len) if s else l for s, l in zip(sliding, layers)])
+    def whole(n:int)->tuple:   # the StaticCache generate would build, its sliding-window layers whole; and whether it had any
+        cache = transformers.StaticCache(config=model.config, max_cache_len=n)
+        slides = [type(l) is transformers.StaticSlidingWindowLayer for l in cache.layers]
+        cache.layers = [transformers.StaticLayer(n) if s else l for s, l in zip(slides, cache.layers)]
+        return cache, any(slides)
+    own, sliding = whole(max_cache_len)
+    if not sliding: return None
+    return transformers.EncoderDecoderCache(own, whole(encoder_len)[0]) if model.config.is_encoder_decoder else own
 
 def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
                    reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
@@ -133,9 +139,10 @@ def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_to
     compile_forward(model, plan)
     state["phase"] = "gen"
     n = inputs["input_ids"].shape[1] + plan["inputs"]["max_new_tokens"]
-    own_cache = static_cache(model, n) is not None
+    enc = inputs["encoder_outputs"][0].shape[1] if "encoder_outputs" in inputs else 0
+    own_cache = static_cache(model, n, enc) is not None
     if own_cache: gc_.cache_implementation = None  # generate refuses both a cache and a cache_implementation
-    gen = lambda: model.generate(**dev_inputs, generation_config=gc_, **({"cache": static_cache(model, n)} if own_cache else {}))
+    gen = lambda: model.generate(**dev_inputs, generation_config=gc_, **({"cache": static_cache(model, n, enc)} if own_cache else {}))
     with torch.inference_mode():
         out, first_s = timed(gen, device)
         out2, warm_s = timed(gen, device)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import psutil, pytest, torch
 from safetensors.torch import load_file
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM
+from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, T5GemmaConfig,
+                          T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
 
 from neuron_support import runners
 from neuron_support.plan import make_plan
@@ -47,6 +48,13 @@ def local_models(tmp_path_factory) -> Path:
     BertForMaskedLM(BertConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                max_position_embeddings=128)).save_pretrained(root / "forward-raises")
     tok.save_pretrained(root / "forward-raises")
+    # an encoder-decoder whose decoder alternates sliding-window and full layers
+    half = T5GemmaModuleConfig(**{k: v for k, v in cfg.items() if k != "max_position_embeddings"}, vocab_size=len(tok), head_dim=8,
+                               sliding_window=4, layer_types=["sliding_attention", "full_attention"])
+    T5GemmaForConditionalGeneration(T5GemmaConfig(encoder=half, decoder=half, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                                                  bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                                                  decoder_start_token_id=tok.cls_token_id)).to(torch.bfloat16).save_pretrained(root / "t5gemma")
+    tok.save_pretrained(root / "t5gemma")
     # the pre-safetensors layout, which transformers 5 no longer writes: the same weights in pytorch_model.bin only
     shutil.copytree(root / "llama", root / "pickle", ignore=shutil.ignore_patterns("*.safetensors"))
     torch.save(load_file(root / "llama" / "model.safetensors"), root / "pickle" / "pytorch_model.bin")
@@ -114,6 +122,14 @@ def test_a_pickle_checkpoint_is_sized_loaded_and_run(local_models, tmp_path):
     assert (row["result"], row["runner"], row["neuron_cores"], row["check"]) == ("PASS", "run_dense", 1, "cpu")
     assert "estimated from the size of its pytorch_model*.bin files" in (out / "run.py").read_text()
     assert len(outcome(out)["tokens"]) == 8
+
+
+def test_an_encoder_decoder_with_sliding_window_layers_generates(local_models, tmp_path):
+    "T5Gemma: generate takes only an encoder-decoder cache from the runner, and the sliding-window layers do not recompile."
+    # 16 tokens: a graph per token would pass torch.compile's limit of 8 recompilations and fail the run
+    row = papermill(tmp_path / "t5gemma", str(local_models / "t5gemma"), max_new_tokens=16, min_new_tokens=16)
+    check_row(row)
+    assert (row["result"], row["runner"], row["neuron_cores"], row["check"]) == ("PASS", "run_seq2seq", 1, "cpu"), row["error"]
 
 
 def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
