@@ -9,7 +9,7 @@ __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION'
            'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint',
            'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
            'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
-           'plan_cores', 'make_plan', 'plan_record']
+           'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -291,9 +291,16 @@ def make_plan(model_id:str, # Hub id or local folder
              )->Plan:
     "Everything a run needs to know, from the checkpoint's metadata alone."
     if not model_id or not str(model_id).strip(): raise UsageError("empty model id")
-    stack = stack or detect_stack()
     ck = find_checkpoint(model_id, revision)
-    config = read_config(ck)
+    return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb, max_new_tokens, prompt, min_new_tokens)
+
+def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
+                    config:dict, # its config.json
+                    stack:Stack, # the stack that runs it
+                    max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
+                    max_new_tokens:int=MAX_NEW_TOKENS, prompt:str=PROMPT, min_new_tokens:int=0, # as make_plan's
+                   )->Plan:
+    "The plan of a checkpoint whose config is known: `make_plan`'s steps after the lookup, shared with the selection's listing plan."
     runner, head = choose_runner(config)
     mt = config.get("model_type", "")
     wb, estimated = checkpoint_weight_bytes(ck, config)

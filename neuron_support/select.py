@@ -275,14 +275,8 @@ def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblin
                  api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                 )->"Plan": # what make_plan(info.id, info.sha, stack, max_cores) returns
     "The plan of a listed model, built as `make_plan` builds it, from the listing's data."
-    from neuron_support import plan as P
-    ck, config = P.info_checkpoint(info, api or HfApi()), info.config
-    runner, head = P.choose_runner(config)
-    mt, (wb, estimated) = config.get("model_type", ""), P.checkpoint_weight_bytes(ck, config)
-    n, fit = P.plan_cores(runner, mt, wb, stack.core_gb, min(max_cores, stack.cores), None, estimated)
-    chat = runner == "run_multimodal" or (runner != "run_encoder" and P.has_chat_template(ck))
-    return P.Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, stack.core_gb, fit,
-                  P.parallel_mode(runner, n, mt), P.plan_inputs(runner, head, config, chat), chat)
+    from neuron_support.plan import checkpoint_plan, info_checkpoint
+    return checkpoint_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
 
 # %% ../nbs/07_select.ipynb #f2c428c9
 def script_packages(run_py:str|None)->list: # the packages of the header's `# pip install` line
