@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['SELECTION_TASKS', 'SEQ2SEQ_TASKS', 'ENCODER_TASKS', 'TASKS', 'SORTS', 'SELECTION_SIZE', 'DEPTH', 'MAX_CORES',
-           'EXPAND', 'RECORDERS', 'GENERATION_TASKS', 'SYNTHETIC_CONFIGS', 'ONE_TENSOR', 'ranking_names',
-           'merge_rankings', 'list_ranking', 'check_endpoint', 'hub_errors', 'recording_client', 'count_requests',
-           'missing_config', 'quantization', 'remote_code', 'weight_files', 'no_weights', 'gated', 'unsupported',
-           'runner_and_fit', 'exclusion', 'Rankings', 'select_ids', 'sweep_order', 'last_rows', 'Candidate',
-           'run_or_skip', 'listing_plan', 'script_packages', 'default_render', 'plan_candidate', 'decide', 'SweepList',
-           'sweep_list', 'candidate_record', 'list_json', 'short_ranks', 'format_list', 'format_explain',
-           'synthetic_entry', 'synthetic_catalog']
+           'EXPAND', 'GENERATION_TASKS', 'SYNTHETIC_CONFIGS', 'ONE_TENSOR', 'ranking_names', 'merge_rankings',
+           'list_ranking', 'check_endpoint', 'hub_errors', 'count_requests', 'missing_config', 'quantization',
+           'remote_code', 'weight_files', 'no_weights', 'gated', 'unsupported', 'runner_and_fit', 'exclusion',
+           'Rankings', 'select_ids', 'sweep_order', 'last_rows', 'Candidate', 'run_or_skip', 'listing_plan',
+           'script_packages', 'default_render', 'plan_candidate', 'decide', 'SweepList', 'sweep_list',
+           'candidate_record', 'list_json', 'short_ranks', 'format_list', 'format_explain', 'synthetic_entry',
+           'synthetic_catalog']
 
 # %% ../nbs/07_select.ipynb #917e74bf
 import contextlib, json, time
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 import httpx2
-from huggingface_hub import HfApi, get_token, hf_hub_url, get_hf_file_metadata, set_client_factory, close_session
+from huggingface_hub import HfApi, get_token, hf_hub_url, get_hf_file_metadata, get_session
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import http_backoff
-from huggingface_hub.utils._http import default_client_factory
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 from .stack import UsageError, GiB
+from .script import render_run_py, script_identity
 
 # %% ../nbs/07_select.ipynb #c1f2524e
 SELECTION_TASKS = ("text-generation", "image-text-to-text")
@@ -83,23 +83,14 @@ def hub_errors(endpoint:str):
         raise UsageError(f"the Hub at {endpoint} failed: {str(e).splitlines()[0]}") from None
 
 # %% ../nbs/07_select.ipynb #03bf6b4b
-RECORDERS = []
-
-def recording_client():
-    "huggingface_hub's default client, plus a hook that records each request into the open recorders."
-    client = default_client_factory()
-    record = lambda r: [rec.append((r.method, str(r.url))) for rec in RECORDERS]
-    client.event_hooks = {**client.event_hooks, "request": [*client.event_hooks["request"], record]}
-    return client
-
 @contextlib.contextmanager
 def count_requests(): # yields a list that receives (method, url) of each request
-    "Record every request huggingface_hub sends inside the block."
-    from huggingface_hub.utils import _http
-    if _http._GLOBAL_CLIENT_FACTORY is not recording_client: set_client_factory(recording_client)
-    sent = []; RECORDERS.append(sent)
+    "Record every request huggingface_hub sends inside the block, by an event hook on its session."
+    sent, session = [], get_session()
+    record = lambda r: sent.append((r.method, str(r.url)))
+    session.event_hooks = {**session.event_hooks, "request": [*session.event_hooks["request"], record]}
     try: yield sent
-    finally: RECORDERS.remove(sent)
+    finally: session.event_hooks = {**session.event_hooks, "request": [h for h in session.event_hooks["request"] if h is not record]}
 
 # %% ../nbs/07_select.ipynb #cd3ee0a5
 def missing_config(info:ModelInfo)->str|None: # the reason, or None
@@ -262,7 +253,7 @@ def run_or_skip(c:Candidate, # the candidate, with its plan's script in `run_py`
                )->Candidate:
     "Set the decision of a planned candidate: skip when the script is the one of its last row."
     if last is None: c.decision, c.reason = "run", "not run in this pair yet"
-    elif last.get("run_py") == c.run_py:
+    elif script_identity(last.get("run_py")) == script_identity(c.run_py):
         c.decision, c.reason = "skip", f"run.py unchanged since its run of {last.get('tested_at')} ({last.get('result')})"
     elif last.get("result") == "EXCLUDED": c.decision, c.reason = "run", f"excluded last time ({last.get('exclusion')}), not any more"
     else: c.decision, c.reason = "run", f"run.py changed since its run of {last.get('tested_at')} ({last.get('result')})"
@@ -286,7 +277,6 @@ def script_packages(run_py:str|None)->list: # the packages of the header's `# pi
 
 def default_render(plan, stack, packages=())->str:
     "The would-be run.py of a plan: the script module's renderer, with the run's defaults."
-    from neuron_support.script import render_run_py
     return render_run_py(plan, stack, list(packages))
 
 def plan_candidate(c:Candidate, # the candidate, its fit known

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
+from .publish import table_row
 
 # %% ../nbs/09_sweep.ipynb #f2d9ec03
 def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
@@ -181,21 +182,17 @@ def failure_row(item:SweepItem, # the model
     "The row of a run that died without writing its own."
     run_dir = Path(run_dir)
     run_py = (run_dir / "run.py").read_text() if (run_dir / "run.py").is_file() else None
-    return {"model_id": item.model_id, "library": stack.library, "neuron_cores": item.cores, "runner": item.runner,
-            "selection_rank": item.selection_rank, "result": "FAIL(other)", "notes": error[:200], "error": error,
-            "wall_s": None if wall_s is None else round(wall_s, 1), **stack.versions, "library_version": stack.library_version,
-            "tested_at": tested_at, "run_py": run_py, "revision": item.revision, "device": stack.device,
-            "backend": stack.backend, "error_signature": re.sub(r"\d+", "N", error.splitlines()[0])[:200] if error else None,
-            "notebook": f"runs/{pair}/{run_dir.name}/run.ipynb" if (run_dir / "run.ipynb").is_file() else None}
+    return table_row(item.model_id, "FAIL(other)", stack, neuron_cores=item.cores, runner=item.runner,
+                     selection_rank=item.selection_rank, notes=error[:200], error=error,
+                     wall_s=None if wall_s is None else round(wall_s, 1), tested_at=tested_at, run_py=run_py, revision=item.revision,
+                     notebook=f"runs/{pair}/{run_dir.name}/run.ipynb" if (run_dir / "run.ipynb").is_file() else None)
 
 # %% ../nbs/09_sweep.ipynb #92129789
 def excluded_row(item:SweepItem, stack:Stack)->dict:
     "The EXCLUDED row of an excluded item: selection's own, or one built from its category and reason."
     if item.row: return item.row
-    return {"model_id": item.model_id, "library": stack.library, "selection_rank": item.selection_rank,
-            "result": "EXCLUDED", "notes": item.reason, "exclusion": item.exclusion, **stack.versions,
-            "library_version": stack.library_version, "tested_at": utc_now(), "revision": item.revision,
-            "device": stack.device, "backend": stack.backend}
+    return table_row(item.model_id, "EXCLUDED", stack, selection_rank=item.selection_rank, notes=item.reason,
+                     exclusion=item.exclusion, tested_at=utc_now(), revision=item.revision)
 
 # %% ../nbs/09_sweep.ipynb #58fb67ae
 def run_grace()->float:

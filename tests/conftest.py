@@ -113,8 +113,8 @@ def hub(hub_catalog) -> str:
 @pytest.fixture(scope="session")
 def demo_catalog() -> Path:
     "The demo catalog (neuron_support.demo.build_demo), built once under its cache folder and reused."
-    demo = pytest.importorskip("neuron_support.demo")
-    return Path(demo.build_demo())
+    from neuron_support.demo import build_demo
+    return Path(build_demo())
 
 
 @pytest.fixture(scope="session")

@@ -1,17 +1,18 @@
 """The output checks on real models: SmolLM2 in bf16 against its fp32 CPU reference, perturbed weights that must fail,
 near-ties, the English judge, the reference cache under concurrent runs, encoder checks of each kind, error signatures,
 and the rendered functions running on their own."""
-import inspect, json, math, os, random, subprocess, sys, textwrap, time
+import ast, inspect, json, math, os, random, subprocess, sys, textwrap, time
 from pathlib import Path
 
 import pytest
 import torch
 import transformers
 
-from neuron_support import checks
-from neuron_support.checks import (CHECK_FUNCTIONS, CHECKS_CONSTANTS, NEAR_TIE_NATS, check_encoder, compare_generation,
-                                   encoder_reference, encoder_task_kind, error_signature, generation_reference,
-                                   judge_english, load_judge, load_reference, near_tie, reference_file, save_reference)
+from neuron_support import standalone
+from neuron_support.standalone import (NEAR_TIE_NATS, check_encoder, compare_generation, encoder_reference, encoder_task_kind,
+                                       generation_reference, judge_english, load_judge, load_reference, near_tie, reference_file,
+                                       save_reference)
+from neuron_support.publish import error_signature
 
 PROMPT = "The future of AI is"
 SENTENCE = "My name is Wolfgang and I live in Berlin."
@@ -263,7 +264,7 @@ def test_cache_is_safe_for_concurrent_runs(tmp_path):
 
 
 def test_reference_file_depends_on_every_input(smol, prompt_ids, tmp_path):
-    from neuron_support.checks import fingerprint
+    from neuron_support.standalone import fingerprint
     base = fingerprint({**KEY, "input_ids": prompt_ids, "max_new_tokens": 32})
     f = reference_file(tmp_path, base, "generation")
     for change in ({"revision": "x"}, {"torch": "0"}, {"transformers": "0"}, {"input_ids": prompt_ids[:-1]}, {"max_new_tokens": 31}):
@@ -408,29 +409,24 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
-HEADER = ["gc", "hashlib", "json", "math", "os", "re", "sys", "time", "traceback", "Path", "torch", "transformers"]
+ALLOWED_IMPORTS = {"argparse", "gc", "hashlib", "io", "json", "math", "os", "re", "resource", "signal", "socket", "sys", "time",
+                   "traceback", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
+                   "torch_neuronx"}
 
 
-def test_rendered_functions_use_only_the_header_constants_and_each_other():
-    allowed = set(HEADER) | set(CHECKS_CONSTANTS) | {f.__name__ for f in CHECK_FUNCTIONS}
-    for f in CHECK_FUNCTIONS:
-        used = set(inspect.getclosurevars(f).globals)
-        assert used <= allowed, (f.__name__, used - allowed)
-    names = [f.__name__ for f in CHECK_FUNCTIONS]
-    for i, f in enumerate(CHECK_FUNCTIONS):  # dependency order: a function only calls those before it (or itself)
-        used = set(inspect.getclosurevars(f).globals) & set(names)
-        assert all(names.index(u) <= i for u in used), (f.__name__, used)
-    for name in CHECKS_CONSTANTS:
-        value = getattr(checks, name)
-        assert eval(repr(value)) == value
+def test_the_standalone_module_imports_nothing_of_the_package():
+    "run.py is the module's text: it may import the standard library, torch and transformers' world, never neuron_support."
+    tree = ast.parse(Path(standalone.__file__).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
+    assert imported <= ALLOWED_IMPORTS, imported - ALLOWED_IMPORTS
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert "exec" not in names and "globals" not in names
 
 
 def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol):
-    "The checks rendered as run.py renders them, run in a process where importing neuron_support fails."
-    header = ("import gc, hashlib, json, math, os, re, sys, time, traceback\nfrom pathlib import Path\n"
-              "import torch\nimport transformers\n")
-    consts = "\n".join(f"{n} = {getattr(checks, n)!r}" for n in CHECKS_CONSTANTS)
-    body = "\n\n".join(inspect.getsource(f) for f in CHECK_FUNCTIONS)
+    "The module's text, as run.py carries it, run in a process where importing neuron_support fails."
     main = textwrap.dedent(f"""
         torch.set_num_threads(1)
         tok = transformers.AutoTokenizer.from_pretrained({str(smol)!r})
@@ -439,11 +435,10 @@ def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol)
         cpu = generation_reference({str(smol)!r}, ids, 4, None, {{}})
         wrong = cpu["tokens"][:2] + [int(cpu["logprobs"][2].argmin())]
         print(json.dumps({{"tokens": cpu["tokens"], "match": compare_generation(cpu, cpu["tokens"], tok)["cpu_match"],
-                          "wrong": compare_generation(cpu, wrong, tok)["cpu_match"],
-                          "signature": error_signature("boom at 0x1234 in /a/b.py line 3")}}))
+                          "wrong": compare_generation(cpu, wrong, tok)["cpu_match"]}}))
     """)
     script = tmp_path / "run_checks.py"
-    script.write_text(header + "\n" + consts + "\n\n" + body + "\n" + main)
+    script.write_text(Path(standalone.__file__).read_text() + "\n" + main)
     guard = "import sys; sys.modules['neuron_support'] = None; exec(open(sys.argv[1]).read())"
     out = subprocess.run([sys.executable, "-c", guard, str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -451,7 +446,6 @@ def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["tokens"] == reference["tokens"][:4]
     assert got["match"] == "Y" and got["wrong"].startswith("N first differs at token 3: ")
-    assert got["signature"] == "boom at <addr> in <path> line <n>"
 
 
 # --- end to end, through the run notebook -------------------------------------------------------------------------
@@ -495,7 +489,6 @@ def confident_llama(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.skipif(not RUN_NOTEBOOK.exists(), reason="the run notebook (issue 4) is not there yet")
 def test_run_with_noisy_weights_fails_the_output_check(confident_llama, tmp_path):
     "Through the run notebook, one core: the clean run passes against its CPU reference; with noise on the device's weights, FAIL(output)."
     params = dict(max_new_tokens=8, min_new_tokens=8, reference_cache=tmp_path / "refs", time_limit=900)

@@ -12,9 +12,10 @@ from safetensors.torch import load_file
 from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, T5GemmaConfig,
                           T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
 
-from neuron_support import runners
+from neuron_support import standalone
 from neuron_support.plan import make_plan
-from neuron_support.script import CARD_COLUMNS, OUR_COLUMNS, render_run_py, RUN_PY_FUNCTIONS
+from neuron_support.script import render_run_py, module_text, plan_dict
+from neuron_support.publish import COLUMNS
 from neuron_support.stack import detect_stack, GiB
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,15 +78,10 @@ def outcome(out: Path) -> dict: return json.loads((out / "outcome.json").read_te
 
 
 def check_row(row: dict):
-    assert list(row) == list(CARD_COLUMNS + OUR_COLUMNS)
+    assert list(row) == COLUMNS
     assert row["run_py"] and row["tested_at"] and row["transformers"] and row["device"] == "cpu" and row["backend"] == "aot_eager"
     assert row["wall_s"] > 0 and row["hbm_capacity_gb"] > 0
     if row["result"] in ("PASS", "FAIL(output)"): assert row["hbm_peak_gb"] > 0 and row["compile_s"] is not None and row["notes"]
-
-
-def test_columns_match_the_publish_schema():
-    publish = pytest.importorskip("neuron_support.publish")
-    assert list(CARD_COLUMNS) + list(OUR_COLUMNS) == [f.name for f in publish.SCHEMA]
 
 
 def test_render_is_deterministic_and_follows_the_code(local_models):
@@ -93,9 +89,13 @@ def test_render_is_deterministic_and_follows_the_code(local_models):
     plan = make_plan(str(local_models / "llama"), stack=stack)
     text = render_run_py(plan, stack)
     assert render_run_py(make_plan(str(local_models / "llama"), stack=stack), stack) == text
-    def run_dense(plan, path, device, state): return {"changed": True}
-    changed = [run_dense if f.__name__ == "run_dense" else f for f in RUN_PY_FUNCTIONS()]
-    assert render_run_py(plan, stack, functions=changed) != text
+    # what was tested is what is rendered: after the header and PLAN, the module's file byte for byte
+    assert text.endswith(Path(standalone.__file__).read_text()) and text.endswith(module_text())
+    header_and_plan = text[:len(text) - len(module_text())]
+    assert header_and_plan.startswith("#!/usr/bin/env python3\n") and "\nPLAN = {" in header_and_plan
+    assert all(l.startswith("#") for l in header_and_plan.split("\nPLAN = ")[0].splitlines())
+    changed = module_text().replace("def run_dense(", "def run_dense(  # changed\n        ", 1)
+    assert render_run_py(plan, stack, module=changed) != text
     assert "import neuron_support" not in text and "from neuron_support" not in text
     # it stands alone: it compiles and imports nothing of this package
     compile(text, "run.py", "exec")
@@ -133,7 +133,7 @@ def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
     assert row["neuron_cores"] == 2 and row["result"] in ("PASS", "FAIL(output)") and row["check"].startswith("judge")
     assert o["ranks_agree"] is True
     # the same tokens as one rank, run through the same standalone script
-    res = runners.run_plan({**__import__("neuron_support.script", fromlist=["plan_dict"]).plan_dict(one, stack, 600), "judge_model": ""}, None)
+    res = standalone.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, None)
     assert res["tokens"] == o["tokens"]
 
 

@@ -73,13 +73,11 @@ a = json.loads(sys.argv[1])
 stack = detect_stack("cpu", found={})
 render = default_render
 if a.get("change_runner"):   # a runner whose code changed: load_model with one more line
-    import inspect
-    from neuron_support import runners, script
-    src = inspect.getsource(runners.load_model).rstrip() + "\n    # a changed runner\n"
-    folder = Path(tempfile.mkdtemp()); (folder / "changed_runner.py").write_text("from neuron_support.runners import *\n" + src)
-    sys.path.insert(0, str(folder)); changed = importlib.import_module("changed_runner").load_model
-    fns = [changed if f.__name__ == "load_model" else f for f in script.RUN_PY_FUNCTIONS()]
-    render = lambda plan, stack, packages: script.render_run_py(plan, stack, list(packages), functions=fns)
+    from neuron_support import script
+    changed = script.module_text().replace('    model = cls.from_pretrained(path, **kw).eval()',
+                                           '    kw = {**kw}  # a changed runner\n    model = cls.from_pretrained(path, **kw).eval()', 1)
+    assert changed != script.module_text()
+    render = lambda plan, stack, packages: script.render_run_py(plan, stack, list(packages), module=changed)
 with count_requests() as sent:
     sl = sweep_list(stack=stack, data_dir=a.get("data_dir"), max_runs=a.get("max_runs"), render=render)
 out = {"list": json.loads(list_json(sl)), "sent": sent, "run_py": {c.model_id: c.run_py for c in sl if c.run_py}}
