@@ -21,13 +21,13 @@ def main():
     from neuron_support.hub import hub_server, hub_env
     from neuron_support.select import sweep_list
     from neuron_support.stack import detect_stack, pair_key
-    from neuron_support.sweep import environment, as_item, sweep, run_folder
+    from neuron_support.sweep import environment, sweep_item, sweep, run_folder
     out = Path(tempfile.mkdtemp(prefix="harness-bench-"))
     catalog = Path(build_demo())
     stack = detect_stack(); pair = pair_key(stack)
     figures = {"model": a.model, "sweep_s": [], "child_s": [], "notebook_wall_s": [], "run_py_s": []}
     with hub_server(catalog) as endpoint, environment(**hub_env(endpoint, out / "hf-home")):
-        item = next(as_item(c) for c in sweep_list(stack=stack, max_runs=None, endpoint=endpoint) if c.model_id == a.model)
+        item = next(sweep_item(c) for c in sweep_list(stack=stack, max_runs=None, endpoint=endpoint) if c.model_id == a.model)
         for i in range(a.repeat + 1):  # the first round warms the Hugging Face cache and is not counted
             d = out / f"round-{i}"
             t = time.time(); sweep(out_dir=d, items=[item], slots=1, notebook=a.notebook); sweep_s = time.time() - t

@@ -46,13 +46,13 @@ def main():
     from neuron_support.hub import hub_server, hub_env
     from neuron_support.select import sweep_list
     from neuron_support.stack import detect_stack
-    from neuron_support.sweep import environment, as_item
+    from neuron_support.sweep import environment, sweep_item
     from neuron_support.publish import read_table
     catalog = Path(build_demo())
     figures = {"cpus": os.cpu_count()}
     with hub_server(catalog) as endpoint, environment(**hub_env(endpoint, out / "hf-home")):
         # packing: the first N runs of the demo list (its tiny checkpoints: the real SmolLM2 alone takes minutes here), with 1 slot and with 2 (a first, untimed sweep warms the cache)
-        items = [as_item(c) for c in sweep_list(stack=detect_stack(), max_runs=a.runs + 1, endpoint=endpoint)]
+        items = [sweep_item(c) for c in sweep_list(stack=detect_stack(), max_runs=a.runs + 1, endpoint=endpoint)]
         items = [i for i in items if i.decision == "run" and i.model_id.startswith("neuron-support-demo/")][:a.runs]
         figures["packing_models"] = [f"{i.model_id} ({i.cores} core{'s' if i.cores > 1 else ''})" for i in items]
         from huggingface_hub import snapshot_download

@@ -13,7 +13,7 @@ __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIE
            'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
-import html, os, re, time
+import html, os, re, threading, time
 from urllib.parse import quote, urlencode
 from pathlib import Path
 
@@ -22,8 +22,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+import uvicorn
+from huggingface_hub import HfFileSystem, HfApi
+from huggingface_hub.errors import RepositoryNotFoundError
+
 from .stack import UsageError
-from .publish import RESULTS, PAIR, CHANGES, change, diff, read_table, validate, synthetic_row, frame
+from .publish import (RESULTS, PAIR, CHANGES, change, diff, read_table, validate, synthetic_row, frame, write_table,
+                                    table_path, merge, empty_table)
 
 # %% ../nbs/10_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -41,8 +46,6 @@ def pair_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
               )->dict: # {pair: path}, the local path or the path in HfFileSystem
     "Every pair's table file in the dataset."
     if repo := hub_repo(data):
-        from huggingface_hub import HfFileSystem
-        from huggingface_hub.errors import RepositoryNotFoundError
         root = f"datasets/{repo}/data/"
         try: found = HfFileSystem(endpoint=os.environ.get("HF_ENDPOINT")).glob(root + "*/*.parquet")
         except (FileNotFoundError, RepositoryNotFoundError): raise UsageError(f"no dataset {repo} on {os.environ.get('HF_ENDPOINT', 'the Hub')}") from None
@@ -56,7 +59,6 @@ def read_pair(path, # a local path, or a path in HfFileSystem
              )->pd.DataFrame: # the pair's table, checked against the schema
     "One pair's table."
     if isinstance(path, Path): return read_table(path)
-    from huggingface_hub import HfFileSystem
     with HfFileSystem(endpoint=os.environ.get("HF_ENDPOINT")).open(path, "rb") as f: df = pd.read_parquet(f)
     try: return validate(df)
     except UsageError as e: raise UsageError(f"hf://{path}: {e}") from None
@@ -89,7 +91,6 @@ def demo_rows(pair:str, # the pair the rows belong to
 def demo_dataset(folder, # where to write the dataset (data/...)
                 )->Path: # the folder
     "A three-pair synthetic dataset for examples and tests."
-    from neuron_support.publish import write_table, table_path, merge, empty_table
     pairs = ["neuronxcc-2.20.1.0/transformers-5.23.0", "neuronxcc-2.21.2.0/transformers-5.24.0", "neuronxcc-2.22.0.0/transformers-5.24.0"]
     ids = ["demo/SmolLM2-135M-Instruct", "demo/tiny-llama", "demo/tiny-qwen3", "demo/bert-mini", "demo/t5-tiny",
            "demo/quantized-llama", "demo/<script>alert(1)</script>"]
@@ -199,7 +200,6 @@ def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
                    limit:int=1000, # how deep each listing goes
                   )->pd.DataFrame: # model_id, downloads, trending_score
     "Downloads and trending scores of each task's top transformers models on the Hub (`HF_ENDPOINT`)."
-    from huggingface_hub import HfApi
     api, rows = HfApi(endpoint=os.environ.get("HF_ENDPOINT")), {}
     for task in tasks:
         for sort in ("downloads", "trending_score"):
@@ -606,7 +606,6 @@ def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAM
               block:bool=True, # False: return the running server once it answers (tests, notebooks); stop it with `.should_exit = True`
              ):
     "Load the dataset once and serve the lookup app."
-    import threading, uvicorn
     t0 = time.perf_counter()
     results = load_results(data, popularity)
     app = results.web_app()

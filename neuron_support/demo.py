@@ -23,6 +23,7 @@ from typing import Callable
 
 import filelock, numpy as np, tokenizers, torch, transformers
 from .stack import UsageError, write_atomic
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
@@ -243,7 +244,6 @@ def save_gpt2(dest:Path, catalog:Path):
 # %% ../nbs/02_demo.ipynb #97724855
 def expert_parallel_only()->list: # model types
     "Model types whose config declares an expert-parallel plan but no tensor-parallel plan."
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     out = []
     for model_type in CONFIG_MAPPING.keys():
         try: cls = CONFIG_MAPPING[model_type]

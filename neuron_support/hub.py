@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.basics import patch
-from .stack import UsageError
+from .stack import UsageError, write_atomic
+import yaml
 
 # %% ../nbs/01_hub.ipynb #33177d15
 class HubError(Exception):
@@ -152,9 +153,7 @@ def first_commit(self:Catalog, repo:Repo)->dict:
 @patch
 def write_json(self:Catalog, path:Path, data):
     "Write JSON atomically (a temporary file, then a rename)."
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(data)); os.replace(tmp, path)
+    write_atomic(path, json.dumps(data))
 
 @patch
 def history(self:Catalog, repo:Repo)->list:
@@ -385,10 +384,7 @@ def store_blob(self:Catalog, content:bytes)->dict:
     "Keep uploaded content under `.hub/blobs`, named by its sha256."
     sha256 = hashlib.sha256(content).hexdigest()
     path = self.state/"blobs"/sha256[:2]/sha256
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_bytes(content); os.replace(tmp, path)
+    if not path.exists(): write_atomic(path, content)
     oid = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
     return {"size": len(content), "oid": oid, "sha256": sha256, "src": str(path.relative_to(self.root))}
 
@@ -623,7 +619,6 @@ def front_matter(card:str)->str:
 
 @patch
 def on_validate_yaml(self:HubHandler, body):
-    import yaml
     card = json.loads(body or b"{}").get("content") or ""
     try: yaml.safe_load(front_matter(card))
     except yaml.YAMLError as e:

@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
-           'ENCODER_HEADS', 'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe',
-           'parallel_plans', 'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files',
-           'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint',
-           'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
-           'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
-           'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
+           'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe', 'parallel_plans',
+           'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files', 'pickle_weight_bytes',
+           'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'hub_pickle_bytes',
+           'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes', 'find_checkpoint',
+           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'plan_cores',
+           'make_plan', 'checkpoint_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -20,6 +20,7 @@ from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_
                                                    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from .stack import UsageError, Stack, GiB, detect_stack
+from .standalone import ENCODER_HEADS, encoder_task_kind
 
 # %% ../nbs/03_plan.ipynb #ea6d1a5b
 PROMPT = "The future of AI is"
@@ -32,8 +33,6 @@ MAX_CORES = 16
 PREFILL_CHUNK = 16
 
 # %% ../nbs/03_plan.ipynb #b594addf
-ENCODER_HEADS = {"ForMaskedLM": "masked-lm", "ForTokenClassification": "token-classification",
-                 "ForSequenceClassification": "sequence-classification", "ForQuestionAnswering": "question-answering"}
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 def is_moe(config:dict)->bool:
@@ -67,10 +66,8 @@ def choose_runner(config:dict, # the parsed config.json
 
 # %% ../nbs/03_plan.ipynb #d8f75e47
 def encoder_task(head_class:str, config:dict)->str:
-    "What an encoder's head predicts: one of masked-lm, token-classification, sequence-classification, single-score, question-answering, no-head."
-    kind = next((k for suffix, k in ENCODER_HEADS.items() if head_class.endswith(suffix)), "no-head")
-    labels = config.get("num_labels") or len(config.get("id2label") or {}) or 2
-    return "single-score" if kind == "sequence-classification" and labels == 1 else kind
+    "What an encoder's head predicts, from its class and config.json: the checks' `encoder_task_kind` of its number of labels."
+    return encoder_task_kind(head_class, config.get("num_labels") or len(config.get("id2label") or {}) or 2)
 
 # %% ../nbs/03_plan.ipynb #538feef4
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}

@@ -22,7 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock
 
-from .stack import UsageError, Stack
+from .stack import UsageError, Stack, write_atomic
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError
+from huggingface_hub import HfApi, CommitOperationAdd
 
 # %% ../nbs/08_publish.ipynb #1ee7ecce
 CARD_COLUMNS = [
@@ -194,15 +196,8 @@ def write_table(df:pd.DataFrame, # the pair's table
     "Validate `df` and replace the file at `path` with it atomically."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     t = pa.Table.from_pandas(validate(df), schema=SCHEMA, preserve_index=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pq.write_table(t, f)
-            f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
-    return path
+    buf = pa.BufferOutputStream(); pq.write_table(t, buf)
+    return write_atomic(path, buf.getvalue().to_pybytes())
 
 def read_table(path)->pd.DataFrame:
     "The table in the parquet file at `path`, checked against the schema."
@@ -495,7 +490,6 @@ class Change:
 
 def remote_files(api, repo:str)->dict:
     "{path: RepoFile} of the dataset repo, empty when it does not exist yet."
-    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
     try: return {f.path: f for f in api.list_repo_tree(repo, repo_type="dataset", recursive=True) if hasattr(f, "blob_id")}
     except (RepositoryNotFoundError, RevisionNotFoundError): return {}
 
@@ -513,7 +507,6 @@ def publish(data_dir, # the dataset folder (data/, runs/)
             dry_run:bool=False, # only say what would change
            )->list: # the Changes uploaded (or that would be)
     "Upload the changed files of the dataset folder to the Hub dataset `repo`, in one commit."
-    from huggingface_hub import HfApi, CommitOperationAdd
     if not REPO.fullmatch(repo or ""): raise UsageError(f"not a repo id: {repo!r} (expected ORG/NAME)")
     if not pairs(data_dir): raise UsageError(f"no table under {Path(data_dir) / 'data'}: nothing to publish")
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token)
@@ -530,7 +523,6 @@ def publish(data_dir, # the dataset folder (data/, runs/)
 @contextlib.contextmanager
 def refused_upload(repo:str):
     "Turn the Hub's refusal of a write (no token, or a token without write access) into a one-line `UsageError`."
-    from huggingface_hub.errors import HfHubHTTPError
     try: yield
     except HfHubHTTPError as e:
         if getattr(e.response, "status_code", None) not in (401, 403): raise

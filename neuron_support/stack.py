@@ -169,13 +169,14 @@ def format_record(rec:dict)->str:
 
 # %% ../nbs/00_stack.ipynb #bf6b822b
 def write_atomic(path, # the file to replace
-                 text:str, # its new content
+                 content:str|bytes, # its new content
                 )->Path:
-    "Replace the file at `path` with `text`, atomically."
+    "Replace the file at `path` with `content`, atomically, readable by all (0644, as a notebook is)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make a run's files unreadable to anyone else
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f: f.write(content); f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True); raise

@@ -439,7 +439,7 @@ def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol)
     """)
     script = tmp_path / "run_checks.py"
     script.write_text(Path(standalone.__file__).read_text() + "\n" + main)
-    guard = "import sys; sys.modules['neuron_support'] = None; exec(open(sys.argv[1]).read())"
+    guard = "import sys; sys.modules['neuron_support'] = None; exec(open(sys.argv[1]).read(), {'__name__': 'run_checks'})"
     out = subprocess.run([sys.executable, "-c", guard, str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-3000:]

@@ -116,14 +116,15 @@ TRN2_PAIR = pair_key(TRN2)
 def test_runs_crashes_and_hangs_each_get_their_row(tmp_path, probe_notebook, leak_wheel, monkeypatch):
     """A simulated trn2 host with 4 NeuronCores (Ray's `neuron_cores` declared by hand, FACTS.md): runs pass, crash,
     hang with 2 ranks, install a package; each gets its row, the hang is killed with its ranks, cores are contiguous."""
-    items = [{"model_id": "t/pass-1", "decision": "run", "cores": 1, "runner": "run_dense", "selection_rank": 1},
+    items = [SweepItem(**d) for d in [
+             {"model_id": "t/pass-1", "decision": "run", "cores": 1, "runner": "run_dense", "selection_rank": 1},
              {"model_id": "t/hang-1", "decision": "run", "cores": 2, "runner": "run_dense", "selection_rank": 2},
              {"model_id": "q/quantized", "decision": "excluded", "reason": "quantized: gptq", "exclusion": "quantized"},
              {"model_id": "t/skipped", "decision": "skip", "reason": "unchanged"},
              {"model_id": "t/crash-1", "decision": "run", "cores": 1, "runner": "run_dense"},
              {"model_id": "t/pkg-1", "decision": "run", "cores": 1, "runner": "run_dense"},
              {"model_id": "t/pass-2", "decision": "run", "cores": 4, "runner": "run_dense"},
-             {"model_id": "t/pass-3", "decision": "run", "cores": 1, "runner": "run_dense"}]
+             {"model_id": "t/pass-3", "decision": "run", "cores": 1, "runner": "run_dense"}]]
     log, out = tmp_path / "executions.log", tmp_path / "out"
     public, local, pushed = tmp_path / "public-cache", tmp_path / "neff-cache", tmp_path / "pushed-cache"
     (public / "neuronxcc-2.21.33363.0" / "MODULE_1").mkdir(parents=True)
@@ -200,8 +201,8 @@ def test_prefetch_stays_within_its_budget(hub, tmp_path):
 
 SWEEP_SCRIPT = """\
 import json, sys
-from neuron_support.sweep import sweep
-items = [{{"model_id": f"t/pass-{{i}}", "decision": "run", "cores": 1, "selection_rank": i}} for i in range(1, 7)]
+from neuron_support.sweep import SweepItem, sweep
+items = [SweepItem(f"t/pass-{{i}}", "run", selection_rank=i, cores=1) for i in range(1, 7)]
 sweep(max_runs=4, out_dir=sys.argv[1], items=items, notebook={notebook!r}, slots=2, time_limit=60, parameters=json.loads(sys.argv[2]))
 """
 
