@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.basics import patch
-from .stack import UsageError, write_atomic
+from .stack import UsageError, write_atomic, check_port
 import yaml
 
 # %% ../nbs/01_hub.ipynb #33177d15
@@ -640,7 +640,7 @@ def make_server(catalog:str|Path, # the catalog folder
                )->HubServer: # bound and listening, not yet serving
     "A Hub server over a catalog, listening on a loopback port."
     if host not in LOOPBACK: raise UsageError(f"the local Hub listens on the loopback interface only, not on {host}")
-    server = HubServer((host, port), HubHandler)
+    server = HubServer((host, check_port(host, port)), HubHandler)
     server.catalog, server.page_size, server.verbose = Catalog(catalog), page_size, verbose
     return server
 

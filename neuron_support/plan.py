@@ -8,8 +8,8 @@ __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION'
            'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files', 'pickle_weight_bytes',
            'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'hub_pickle_bytes',
            'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes', 'find_checkpoint',
-           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'plan_cores',
-           'make_plan', 'checkpoint_plan', 'plan_record']
+           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'check_cores',
+           'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -121,9 +121,10 @@ def fit_reasoning(weight_bytes:int, core_gb:float, cores:int|None, max_cores:int
     return f"{head}: {cores} core{'s' if cores > 1 else ''} (smallest power of two that holds it)"
 
 # %% ../nbs/03_plan.ipynb #20742a0e
-from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub import HfApi, hf_hub_download, get_token
 from huggingface_hub.errors import (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError, GatedRepoError,
-                                    HfHubHTTPError)
+                                    HfHubHTTPError, HFValidationError)
+from huggingface_hub.utils import validate_repo_id
 
 @dataclass
 class Checkpoint:
@@ -140,7 +141,9 @@ def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->C
     api = api or HfApi()
     try: info = api.model_info(model_id, revision=revision, expand=["sha", "pipeline_tag", "siblings", "safetensors"])
     except RevisionNotFoundError: raise UsageError(f"revision {revision!r} does not exist for model {model_id!r}") from None
-    except GatedRepoError: raise UsageError(f"model {model_id!r} is gated and the Hub token may not read it") from None
+    except GatedRepoError:
+        need = "the token in HF_TOKEN may not read it" if get_token() else "set HF_TOKEN to a token that may read it"
+        raise UsageError(f"model {model_id!r} is gated: {need}") from None
     except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
     return info_checkpoint(info, api, model_id)
 
@@ -196,6 +199,10 @@ def find_checkpoint(model_id:str, revision:str|None=None)->Checkpoint:
     if Path(model_id).is_dir():
         if revision: raise UsageError(f"{model_id!r} is a local folder: it has no revision {revision!r}")
         return local_checkpoint(Path(model_id))
+    if Path(model_id).exists(): raise UsageError(f"{model_id!r} is a file: give a checkpoint folder or a Hub model id")
+    try: validate_repo_id(model_id)
+    except HFValidationError:
+        raise UsageError(f"{model_id!r} is neither a local folder nor a Hub model id (ORG/NAME of letters, digits, '-', '_' and '.')") from None
     return hub_checkpoint(model_id, revision)
 
 # %% ../nbs/03_plan.ipynb #2e9fb40e
@@ -260,12 +267,18 @@ def parallel_mode(runner:str, cores:int, model_type:str)->str:
     return "ep" if runner == "run_dense_ep" else "tp"
 
 # %% ../nbs/03_plan.ipynb #a3c34143
+def check_cores(cores:int, max_cores:int)->int:
+    "Cores a user asked for: a power of two from 1 to the limit, else a UsageError."
+    if cores < 1 or cores & (cores - 1) or cores > max_cores:
+        raise UsageError(f"--cores must be a power of two from 1 to {max_cores} (or 0 to fit the weights), not {cores}")
+    return cores
+
 def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_cores:int, cores:int|None,
                estimated:bool=False, # the weights were estimated from pytorch_model*.bin sizes
               )->tuple: # (cores, reasoning)
     "The cores for a run, and why."
     fit = lambda n, most, **kw: fit_reasoning(weight_bytes, core_gb, n, most, estimated=estimated, **kw)
-    if cores: return cores, fit(cores, max_cores, forced=f"{cores} cores, as asked")
+    if cores: return check_cores(cores, max_cores), fit(cores, max_cores, forced=f"{cores} cores, as asked")
     tp, ep = parallel_plans(model_type)
     shardable = runner in ("run_dense", "run_multimodal") and tp or runner == "run_dense_ep"
     n = cores_needed(weight_bytes, core_gb, max_cores if shardable else 1)
@@ -288,6 +301,7 @@ def make_plan(model_id:str, # Hub id or local folder
              )->Plan:
     "Everything a run needs to know, from the checkpoint's metadata alone."
     if not model_id or not str(model_id).strip(): raise UsageError("empty model id")
+    if cores: check_cores(cores, max_cores)  # before any request: a wrong number is the user's, whatever the model
     ck = find_checkpoint(model_id, revision)
     return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb, max_new_tokens, prompt, min_new_tokens)
 

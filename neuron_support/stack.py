@@ -6,10 +6,11 @@
 __all__ = ['DEVICES', 'DEFAULT_BACKEND', 'PROCESS_GROUP', 'BACKENDS', 'PACKAGES', 'DRIVER_VERSION', 'PROBE', 'GiB', 'CPU_CORE_GB',
            'CPU_CORES', 'UsageError', 'package_version', 'driver_version', 'read_versions', 'could_have_accelerator',
            'probe_accelerators', 'choose_device', 'choose_backend', 'cores_and_capacity', 'Stack', 'detect_stack',
-           'compiler_key', 'library_key', 'pair_key', 'stack_record', 'format_record', 'write_atomic', 'utc_now']
+           'compiler_key', 'library_key', 'pair_key', 'stack_record', 'format_record', 'write_atomic', 'utc_now',
+           'check_port']
 
 # %% ../nbs/00_stack.ipynb #5cda2bbd
-import importlib.metadata, importlib.util, json, os, platform, shutil, subprocess, sys, tempfile
+import errno, importlib.metadata, importlib.util, json, os, platform, shutil, socket, subprocess, sys, tempfile
 from datetime import datetime, timezone
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
@@ -185,3 +186,16 @@ def write_atomic(path, # the file to replace
 def utc_now()->str:
     "The time now in UTC, to the second, as `2026-11-30T01:23:27Z`."
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+# %% ../nbs/00_stack.ipynb #s0000102
+def check_port(host:str, # the address to listen on
+               port:int, # the port; 0 is always free
+              )->int:
+    "`port` if nothing listens on it at `host`, else a UsageError that says so."
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: a port in TIME_WAIT is free
+        try: s.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE: raise UsageError(f"port {port} on {host} is in use: stop what listens there, or choose another port") from None
+            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    return port
