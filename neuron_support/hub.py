@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['LFS_SUFFIXES', 'LFS_MIN_SIZE', 'FIRST_DATE', 'KINDS', 'LIST_FIELDS', 'SORT_ALIASES', 'PAGE_SIZE', 'REPO_NAME',
-           'ROUTES', 'LOOPBACK', 'HubError', 'file_ids', 'is_lfs', 'commit_sha', 'now_iso', 'safetensors_header',
-           'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'sibling', 'names_only', 'listing_fields',
-           'matches', 'page', 'file_entry', 'folder_entry', 'tree', 'paths_info', 'byte_range', 'writing', 'route',
-           'HubHandler', 'parse_form', 'front_matter', 'HubServer', 'make_server', 'serve_catalog', 'wait_for',
-           'hub_server', 'hub_env']
+           'SHA256', 'ROUTES', 'LOOPBACK', 'HubError', 'file_ids', 'is_lfs', 'commit_sha', 'now_iso',
+           'safetensors_header', 'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'sibling', 'names_only',
+           'listing_fields', 'matches', 'page', 'file_entry', 'folder_entry', 'tree', 'paths_info', 'byte_range',
+           'writing', 'repo_path', 'route', 'HubHandler', 'parse_form', 'front_matter', 'HubServer', 'make_server',
+           'serve_catalog', 'wait_for', 'hub_server', 'hub_env']
 
 # %% ../nbs/01_hub.ipynb #bb4735d6
 import base64, contextlib, importlib.util, datetime, fcntl, hashlib, json, math, os, re, select, shutil, struct, subprocess, sys
@@ -388,18 +388,34 @@ def store_blob(self:Catalog, content:bytes)->dict:
     oid = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
     return {"size": len(content), "oid": oid, "sha256": sha256, "src": str(path.relative_to(self.root))}
 
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+def repo_path(path)->str:
+    "A file's path in a repo as a commit gives it, or the Hub's 400: relative, '/'-separated, no '.' or '..' part, no control character."
+    parts = path.strip("/").split("/") if isinstance(path, str) else [""]
+    if any(p in ("", ".", "..") or "\\\\" in p or any(ord(ch) < 32 for ch in p) for p in parts):
+        raise HubError(400, None, f"invalid path {path!r} in the commit")
+    return "/".join(parts)
+
 @patch
-def apply_operation(self:Catalog, files:dict, key:str, value:dict):
+def uploaded(self:Catalog, repo:Repo, sha256:str)->dict|None:
+    "The entry of content this repo already holds in some commit, by its sha256 (an LFS oid), or None."
+    return next((e for c in self.history(repo) for e in c["files"].values() if e["sha256"] == sha256), None)
+
+@patch
+def apply_operation(self:Catalog, repo:Repo, files:dict, key:str, value:dict):
     "Apply one NDJSON line of a commit to a file map."
-    path = value.get("path", "").strip("/")
+    if key == "deletedFolder": path = value.get("path", "").strip("/")
+    else: path = repo_path(value.get("path"))
     if key == "file":
         content = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
         files[path] = self.store_blob(content)
-    elif key == "lfsFile":
-        known = [e for e in files.values() if e["sha256"] == value["oid"]]
-        if not known and not (self.state/"blobs"/value["oid"][:2]/value["oid"]).exists():
-            raise HubError(422, None, f"{path}: LFS content {value['oid']} was never uploaded (this Hub takes regular uploads)")
-        files[path] = known[0] if known else self.store_blob((self.state/"blobs"/value["oid"][:2]/value["oid"]).read_bytes())
+    elif key == "lfsFile":  # content uploaded before, to this repo: this Hub answers preupload with "regular", so only what it holds
+        oid = value.get("oid")
+        if not isinstance(oid, str) or not SHA256.fullmatch(oid): raise HubError(400, None, f"{path}: invalid LFS oid {oid!r}: 64 hex digits")
+        if (entry := self.uploaded(repo, oid)) is None:
+            raise HubError(422, None, f"{path}: LFS content {oid} was never uploaded to this repo (this Hub takes regular uploads)")
+        files[path] = entry
     elif key == "deletedFile":
         if files.pop(path, None) is None: raise HubError(404, "EntryNotFound", f"{path} does not exist")
     elif key == "deletedFolder":
@@ -417,7 +433,7 @@ def commit(self:Catalog, kind:str, repo_id:str, rev:str, lines:list)->dict:
             raise HubError(412, None, "A commit has happened since. Please refresh and try again.")
         files = dict(head["files"])
         for l in lines:
-            if l.get("key") != "header": self.apply_operation(files, l.get("key"), l.get("value") or {})
+            if l.get("key") != "header": self.apply_operation(repo, files, l.get("key"), l.get("value") or {})
         title, date = header.get("summary") or "update", now_iso()
         new = {"sha": commit_sha(repo_id, head["sha"], title, date, files), "parent": head["sha"], "title": title,
                "message": header.get("description", ""), "date": date, "files": files}

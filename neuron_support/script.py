@@ -99,18 +99,18 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
                    args:list=(), # command-line arguments of run.py
                   )->dict: # the outcome run.py printed, or a FAIL(other) outcome
     "Run `python3 run.py` in its folder, stream its output, and read its JSON outcome."
-    start, lines = time.time(), []
-    p = subprocess.Popen([sys.executable, "run.py", *args], cwd=run_dir, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
-    timer = threading.Timer(timeout, lambda: os.killpg(p.pid, signal.SIGKILL)); timer.start()
+    start, lines, tag = time.time(), [], standalone.run_tag()
+    p = subprocess.Popen([sys.executable, "run.py", *args], cwd=run_dir, env={**os.environ, **(env or {}), standalone.RUN_TAG: tag},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1,
+                         start_new_session=True, preexec_fn=standalone.die_with_parent)
+    timer = threading.Timer(timeout, lambda: standalone.kill_run(tag)); timer.start()
     try:
         for line in p.stdout:
             lines.append(line.rstrip("\n")); echo(line.rstrip("\n"))
         rc = p.wait()
     finally:
         timer.cancel()
-        try: os.killpg(p.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError): pass
+        standalone.kill_run(tag)  # whatever run.py left behind
     outcome = parse_outcome(lines)
     if outcome is not None: return outcome
     why = (f"run.py killed after {timeout:g} s (outer time limit)" if time.time() - start >= timeout

@@ -280,3 +280,32 @@ def test_demo_listing_and_info(demo_hub, demo_catalog):
     assert {m.id for m in models} == set(expected) and SMOLLM2 in expected
     info = api.model_info(SMOLLM2)
     assert info.safetensors.parameters == expected_parameters(demo_catalog / "models" / SMOLLM2)
+
+
+def commit_ndjson(hub, repo, ops, token=WRITE_TOKEN):
+    "POST a commit's NDJSON as huggingface_hub sends it; the status and the Hub's error header."
+    body = "\n".join(json.dumps(o) for o in [{"key": "header", "value": {"summary": "t"}}, *ops]).encode()
+    req = urllib.request.Request(f"{hub}/api/datasets/{repo}/commit/main", data=body, method="POST",
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
+    try:
+        with urllib.request.urlopen(req) as r: return r.status, r.read().decode()
+    except urllib.error.HTTPError as e: return e.code, e.read().decode()
+
+
+def test_a_commit_never_reaches_a_file_outside_the_repo(hub, hub_catalog):
+    "A hostile client's lfsFile oid or path names no file of the machine, nor a gated repo's file past its gate (issue 15)."
+    api, repo = HfApi(token=WRITE_TOKEN), f"{ORG}/hostile-{time.time_ns()}"
+    api.create_repo(repo, repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"ordinary", path_in_repo="a.txt", repo_id=repo, repo_type="dataset")  # the blob store exists
+    for oid in ["../" * 12 + "etc/passwd", f"../models/{ORG}/gated-llama/config.json", "0" * 64]:
+        status, text = commit_ndjson(hub, repo, [{"key": "lfsFile", "value": {"path": "pw", "oid": oid}}])
+        assert status in (400, 422) and "LFS" in text, (oid, status, text)
+    for path in ["../../pw", "a/../../pw", "/../pw"]:
+        status, text = commit_ndjson(hub, repo, [{"key": "file", "value": {"path": path, "content": "x"}}])
+        assert status == 400 and "invalid path" in text, (path, status, text)
+    assert "pw" not in api.list_repo_files(repo, repo_type="dataset")
+    for path in ["pw", "../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd"]:
+        try:
+            with urllib.request.urlopen(f"{hub}/datasets/{repo}/resolve/main/{path}") as r: body = r.read()
+        except urllib.error.HTTPError as e: body = e.read()
+        assert b"root:" not in body, path
