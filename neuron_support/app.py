@@ -4,21 +4,22 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIEWS', 'FIGURE', 'LATEST', 'ALL', 'LIMIT',
-           'HISTORY', 'SAFE_URL', 'COLOURS', 'TITLE', 'INTRO', 'STYLE', 'SCRIPT', 'TABS', 'hub_repo', 'pair_files',
-           'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results',
-           'view_rows', 'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history',
-           'model_row', 'text_of', 'check_text', 'notebook_url', 'result_class', 'link', 'model_header', 'diff_of',
-           'pair_diff', 'failure_causes', 'results_by_pair', 'passing_resources', 'charts', 'page', 'html_table',
-           'model_link', 'choices', 'select', 'models_section', 'models_page', 'model_page', 'quiet_gradio',
-           'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'HISTORY', 'TITLE', 'SAFE_URL', 'PAGES', 'COLOURS', 'TABS', 'hub_repo', 'pair_files', 'read_pair',
+           'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results', 'view_rows',
+           'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row',
+           'text_of', 'check_text', 'notebook_url', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of',
+           'pair_diff', 'failure_causes', 'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices',
+           'section_of', 'models_section', 'models_page', 'model_page', 'quiet_gradio', 'compiler_view', 'GradioAssets',
+           'web_app', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
-import html, os, re, threading, time
+import os, re, threading, time
 from urllib.parse import quote, urlencode
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -28,7 +29,7 @@ from huggingface_hub.errors import RepositoryNotFoundError
 
 from .stack import UsageError
 from .publish import (RESULTS, PAIR, CHANGES, change, diff, read_table, validate, synthetic_row, frame, write_table,
-                                    table_path, merge, empty_table)
+                                    table_path, merge, empty_table, REPO, COLUMNS)
 
 # %% ../nbs/10_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -264,40 +265,42 @@ def notebook_url(source:str, notebook)->str|None:
 Results.model_row = model_row
 
 # %% ../nbs/10_app.ipynb #d2c660c6
+TITLE = "torch-neuronx model support"
 SAFE_URL = re.compile(r"(https?://|/files/)[^\s\"'<>]*")
+
 def result_class(result:str)->str:
-    "The CSS class that colours a result: `r-PASS`, `r-FAIL` (every failure class) or `r-EXCLUDED` (the colours are in the page's STYLE)."
+    "The CSS class that colours a result: `r-PASS`, `r-FAIL` (every failure class) or `r-EXCLUDED` (the colours are in style.css)."
     return "r-" + result.split("(")[0]
 
-def link(url:str|None, text:str)->str:
-    "An escaped link, or the escaped text alone when the address is not a safe one."
-    if not url or not SAFE_URL.fullmatch(url): return html.escape(text)
-    return f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">{html.escape(text)}</a>'
+def safe_url(url)->bool:
+    "Whether an address may be a link: `https:`, `http:` or a file the app serves, without a quote, a space or a bracket."
+    return isinstance(url, str) and SAFE_URL.fullmatch(url) is not None
 
-def model_header(model_id:str, row:pd.Series, source:str="")->str:
-    "The model page's heading: id, result, pair and links, every value escaped."
-    hub = link(f"https://huggingface.co/{model_id}", "model on the Hub") if re.fullmatch(r"[\w.-]+/[\w.-]+", model_id) else ""
-    return (f'<h2 class="model-id">{html.escape(model_id)}</h2>'
-            f'<p><b class="model-result {result_class(row.result)}">{html.escape(row.result)}</b> on <code>{html.escape(row.pair)}</code>'
-            f'{"".join(f" · {html.escape(v)}" for v in (row.task, row.runner) if text_of(v))}</p>'
-            f'<p>{link(notebook_url(source, row.notebook), "executed notebook")}{" · " + hub if hub else ""}</p>')
+PAGES = Environment(loader=PackageLoader("neuron_support", "templates"), autoescape=select_autoescape(), undefined=StrictUndefined,
+                    trim_blocks=True, lstrip_blocks=True)
+PAGES.globals.update(title=TITLE, result_class=result_class, zip=zip)
+PAGES.tests["safe_url"] = safe_url
+
+def render(template:str, # a file in neuron_support/templates/
+           **values)->str: # the HTML
+    "A page, or a piece of one, from its template."
+    return PAGES.get_template(template).render(**values)
+
+# %% ../nbs/10_app.ipynb #549f040c
+def header_of(model_id:str, row:pd.Series, # the row the page details
+              source:str="", # where the tables came from (notebook_url)
+             )->dict: # the values of macros.html's model_header
+    "What a model page's heading shows: id, result, pair, task and runner, and the addresses of its notebook and of the model on the Hub."
+    return dict(model_id=model_id, result=row.result, pair=row.pair, about=[v for v in (row.task, row.runner) if text_of(v)],
+                notebook=notebook_url(source, row.notebook), hub=f"https://huggingface.co/{model_id}" if REPO.fullmatch(model_id) else None)
 
 # %% ../nbs/10_app.ipynb #944d8d3b
 def diff_of(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
-    "publish.diff's table for two pairs, from the arrays in memory, with publish's rule (`change`) for each model."
+    "publish's `diff` of two pairs' tables, as text for the page."
     for p in (pair_a, pair_b):
         if p not in self.by_pair: raise UsageError(f"pair {p!r} is not in the dataset")
-    def tested(p):
-        ix = self.by_pair[p]; ix = ix[self.col["result"][ix] != "EXCLUDED"]
-        return {m: (r, s) for m, r, s in zip(self.col["model_id"][ix], self.col["result"][ix], self.col["error_signature"][ix])}
-    a, b = tested(pair_a), tested(pair_b)
-    rows = []
-    for m in sorted(a.keys() | b.keys()):
-        (ra, sa), (rb, sb) = a.get(m, (None, None)), b.get(m, (None, None))
-        if c := change(ra, rb): rows.append((m, c, ra, rb, sa, sb))
-    rows.sort(key=lambda r: (CHANGES.index(r[1]), r[0]))
-    cols = ["model_id", "change", "result_a", "result_b", "error_signature_a", "error_signature_b"]
-    return pd.DataFrame(rows, columns=cols).astype(object).fillna("").astype(str)
+    table = lambda p: self.df.iloc[self.by_pair[p]][COLUMNS]
+    return diff(table(pair_a), table(pair_b)).astype(object).fillna("").astype(str)
 
 def pair_diff(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
     "The diff between two pairs, computed once per pair of pairs."
@@ -365,65 +368,6 @@ def charts(self:Results)->tuple:
 Results.results_by_pair, Results.passing_resources, Results.charts = results_by_pair, passing_resources, charts
 
 # %% ../nbs/10_app.ipynb #aced1326
-TITLE = "torch-neuronx model support"
-INTRO = ("Which Hugging Face Hub models run unmodified on AWS Trainium through <code>torch-neuronx</code>, for each "
-         "<code>neuronx-cc</code> and library version tested. Pick a view, filter, search, and open a model to see its results "
-         "on every pair, the details of its run and the script to reproduce it.")
-STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1300px;padding:0 1.2em 2em;color:#111827}
-header p{margin:.3em 0;color:#374151} h1{font-size:1.5em;margin:.7em 0 .2em} h1 a{color:inherit;text-decoration:none}
-nav{margin:.5em 0 1em} nav a{margin-right:1.2em} a{color:#1d4ed8}
-form{display:flex;flex-wrap:wrap;gap:.6em 1em;align-items:end;margin-bottom:.6em}
-label{display:flex;flex-direction:column;font-size:.85em;color:#374151} input,select,button{font:inherit;padding:.3em .4em}
-input[type=search]{min-width:18em}
-table{border-collapse:collapse;width:100%} th,td{text-align:left;padding:.3em .6em;border-bottom:1px solid #e5e7eb;vertical-align:top}
-th{background:#f3f4f6;position:sticky;top:0} td{overflow-wrap:anywhere}
-.r-PASS{color:#15803d;font-weight:600} .r-EXCLUDED{color:#6b7280} .r-FAIL{color:#b91c1c;font-weight:600}
-pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0 .8em}
-dt{font-weight:600;margin-top:.6em} .error{color:#b91c1c}"""
-SCRIPT = """const f = document.getElementById('filters'); let asked = 0, wait;
-const query = () => new URLSearchParams(new FormData(f)).toString();
-let shown = f && query();
-async function refresh() {   // the table only, from the server; the address follows, for a link or a reload
-  const q = query();
-  if (q === shown) return;   // the search box repeats its change on blur, as a result is clicked: a new table would swallow the click
-  shown = q; const n = ++asked;
-  const text = await (await fetch('models?' + q)).text();
-  if (n !== asked) return;
-  document.getElementById('models').outerHTML = text; history.replaceState(null, '', '?' + q);
-}
-if (f) {
-  f.addEventListener('change', refresh);
-  f.addEventListener('submit', e => { e.preventDefault(); refresh(); });
-  document.getElementById('search').addEventListener('input', () => { clearTimeout(wait); wait = setTimeout(refresh, 150); });
-}
-const copy = document.getElementById('copy');
-if (copy) copy.addEventListener('click', async () => {
-  const code = document.getElementById('run-py').textContent;
-  try { await navigator.clipboard.writeText(code); }
-  catch (e) { const r = document.createRange(); r.selectNodeContents(document.getElementById('run-py'));
-              getSelection().removeAllRanges(); getSelection().addRange(r); document.execCommand('copy'); }
-  copy.textContent = 'Copied';
-});"""
-
-def page(title:str, body:str)->str:
-    "A whole HTML page: the heading, the links between the views, and the body (already escaped)."
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
-            f'<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>'
-            f'<header><h1><a href="/">{html.escape(TITLE)}</a></h1><p>{INTRO}</p>'
-            f'<nav><a href="/">Models</a><a href="/compiler/">Regressions, failure causes and charts</a></nav></header>'
-            f'<main>{body}</main><script>{SCRIPT}</script></body></html>')
-
-def html_table(df:pd.DataFrame, id:str, links:dict|None=None)->str:
-    "A table of text, escaped; `links` maps a column to each row's address; a `result` cell is coloured by its class."
-    links = links or {}
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    def td(c, i, v):
-        v = html.escape(str(v))
-        if c in links: v = f'<a href="{html.escape(links[c][i], quote=True)}">{v}</a>'
-        return f'<td class="{result_class(v)}">{v}</td>' if c == "result" else f"<td>{v}</td>"
-    body = "".join("<tr>" + "".join(td(c, i, v) for c, v in zip(df.columns, row)) + "</tr>" for i, row in enumerate(df.itertuples(index=False)))
-    return f'<table id="{id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
 def model_link(model_id:str, pair:str|None=None)->str:
     "The address of a model's page."
     return "/model?" + urlencode({"id": model_id} | ({"pair": pair} if pair else {}))
@@ -431,49 +375,37 @@ def model_link(model_id:str, pair:str|None=None)->str:
 # %% ../nbs/10_app.ipynb #8b94a61d
 def choices(values)->list: return [ALL, *values]
 
-def select(name:str, label:str, options:list, chosen:str)->str:
-    opts = "".join(f'<option{" selected" if o == chosen else ""}>{html.escape(o)}</option>' for o in options)
-    return f'<label>{label}<select name="{name}" id="{name}">{opts}</select></label>'
-
-def models_section(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->str:
-    "The count and the table of one view, filtered: what the page shows and what `/models` answers."
+def section_of(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->dict:
+    "The values of `models_section.html` for one view, filtered: the count, the count by result, the table and each model's address."
     rows = self.view_rows(view, task, runner, result, pair, q)
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
-    split = ", ".join(f'<span class="{result_class(r)}">{k:,} {html.escape(r)}</span>' for r, k in sorted(zip(found, n), key=lambda x: RESULTS.index(x[0])))
-    return (f'<section id="models"><p><span id="count">{html.escape(view_summary(rows))}</span>{": " + split if split else ""}</p>'
-            f'{html_table(t, "models-table", {"model": [model_link(m) for m in t.model]})}</section>')
+    return dict(summary=view_summary(rows), split=sorted(zip(found, map(int, n)), key=lambda x: RESULTS.index(x[0])),
+                table=t, links=[model_link(m) for m in t.model])
+
+def models_section(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->str:
+    "The count and the table of one view, filtered: what the page shows and what `/models` answers."
+    return render("models_section.html", **self.section_of(view, task, runner, result, pair, q))
 
 def models_page(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->str:
     "The first page: the views, filters and search, and the table."
-    section = self.models_section(view, task, runner, result, pair, q)  # first: a bad filter is a UsageError, not a page
-    form = (select("view", "View", list(VIEWS), view)
-            + f'<label>Search<input type="search" name="q" id="search" value="{html.escape(q, quote=True)}" placeholder="part of a model id" autocomplete="off"></label>'
-            + select("task", "Task", choices(self.tasks), task) + select("runner", "Runner", choices(self.runners), runner)
-            + select("result", "Result", choices(RESULTS), result) + select("pair", "Pair", [LATEST, *reversed(self.pairs)], pair)
-            + '<button type="submit">Show</button>')
-    return page(TITLE, f'<form id="filters" method="get" action="/">{form}</form>{section}')
+    section = self.section_of(view, task, runner, result, pair, q)  # first: a bad filter is a UsageError, not a page
+    return render("models.html", **section, view=view, task=task, runner=runner, result=result, pair=pair, q=q,
+                  views=VIEWS, tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS), pairs=[LATEST, *reversed(self.pairs)])
 
-Results.models_section, Results.models_page = models_section, models_page
+Results.section_of, Results.models_section, Results.models_page = section_of, models_section, models_page
 
 # %% ../nbs/10_app.ipynb #2899357c
 def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status, html)
     "A model's page, and 404 when the dataset does not hold it (or not on that pair)."
     row = self.model_row(model_id, pair or None)
     if row is None:
-        where = f" on <code>{html.escape(pair)}</code>" if pair and model_id in self.by_model else ""
-        return 404, page(f"{model_id} · {TITLE}", f'<div id="model-header"><p>No model <code>{html.escape(model_id)}</code> in the dataset{where}.</p></div>'
-                                                  f'<p><a href="/?{html.escape(urlencode({"q": model_id}))}">Search the models for it</a></p>')
+        return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and model_id in self.by_model else None,
+                           search=urlencode({"q": model_id}))
     hist = self.history(model_id)
     details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error))]
-    script = (f'<h3>run.py <button id="copy" type="button">Copy</button></h3><pre id="run-py">{html.escape(row.run_py)}</pre>'
-              if text_of(row.run_py) else "<h3>run.py</h3><p>None: the model was not run.</p>")
-    body = (f'<div id="model-header">{model_header(model_id, row, self.source)}</div>'
-            f'<h3>History</h3><p>Each pair opens its details.</p>{html_table(hist, "history", {"pair": [model_link(model_id, p) for p in hist.pair]})}'
-            f'<h3>Details on <code>{html.escape(row.pair)}</code></h3><dl>'
-            + "".join(f'<dt>{name}</dt><dd><pre id="{id}">{html.escape(v)}</pre></dd>' for name, id, v in details if v)
-            + f'</dl>{script}')
-    return 200, page(f"{model_id} · {TITLE}", body)
+    return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
+                       pair_links=[model_link(model_id, p) for p in hist.pair], details=details, run_py=text_of(row.run_py))
 Results.model_page = model_page
 
 # %% ../nbs/10_app.ipynb #4d848903
@@ -490,8 +422,7 @@ def compiler_view(self:Results)->"gr.Blocks":
     "The Gradio page of regressions, failure causes and charts."
     gr = quiet_gradio()
     with gr.Blocks(title=f"Regressions, failure causes and charts · {TITLE}", analytics_enabled=False) as app:
-        gr.HTML(f'<h1>{html.escape(TITLE)}</h1><p><a href="/">Models</a> · the compiler team\'s view: what changed between two pairs, '
-                "the most common failure causes, and the results as charts.</p>")   # HTML, not Markdown: Gradio opens Markdown links in a new tab
+        gr.HTML(render("compiler_header.html"))   # HTML, not Markdown: Gradio opens Markdown links in a new tab
         with gr.Tabs(selected="diff") as tabs:
             with gr.Tab("Regressions", id="diff"):
                 with gr.Row():
@@ -556,9 +487,9 @@ def web_app(self:Results)->"fastapi.FastAPI":
     from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
     from starlette.middleware import Middleware
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    def answer(render):
-        try: status, text = render()
-        except UsageError as e: status, text = 400, page(f"Bad request · {TITLE}", f'<p class="error" id="bad-request">{html.escape(str(e))}</p>')
+    def answer(respond):   # respond() -> (status, html)
+        try: status, text = respond()
+        except UsageError as e: status, text = 400, render("bad_request.html", error=str(e))
         return HTMLResponse(text, status)
 
     @app.get("/")
