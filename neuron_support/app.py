@@ -8,9 +8,9 @@ __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIE
            'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results', 'view_rows',
            'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row',
            'text_of', 'check_text', 'notebook_url', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of',
-           'pair_diff', 'failure_causes', 'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices',
-           'section_of', 'models_section', 'models_page', 'model_page', 'quiet_gradio', 'compiler_view', 'GradioAssets',
-           'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'pair_diff', 'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources', 'charts',
+           'model_link', 'choices', 'section_of', 'models_section', 'models_page', 'model_page', 'quiet_gradio',
+           'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import os, re, threading, time
@@ -326,6 +326,16 @@ def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each mode
     return pd.DataFrame(out, columns=["models", "error signature", "results", "models hit"])
 Results.failure_causes = failure_causes
 
+# %% ../nbs/10_app.ipynb #a10c0002
+def cache_by_pair(self:Results)->pd.DataFrame: # one row per pair, newest first
+    "Graphs compiled and held by the compile cache, and the hit rate, for each pair."
+    d = self.df[self.df.graphs_cached.notna()]
+    t = d.groupby("pair").agg(runs=("model_id", "size"), graphs=("graphs", "sum"), cached=("graphs_cached", "sum"))
+    t = t.reindex(self.pairs[::-1]).fillna(0).astype(int)
+    rate = [f"{c / g:.0%}" if g else "-" for g, c in zip(t.graphs, t.cached)]
+    return t.assign(**{"hit rate": rate}).reset_index().rename(columns={"runs": "runs that can tell"}).astype(str)
+Results.cache_by_pair = cache_by_pair
+
 # %% ../nbs/10_app.ipynb #eb9ca725
 COLOURS = {"PASS": "#16a34a", "FAIL(load)": "#7f1d1d", "FAIL(gen)": "#dc2626", "FAIL(forward)": "#f97316",
            "FAIL(output)": "#facc15", "FAIL(other)": "#a855f7", "EXCLUDED": "#9ca3af"}
@@ -435,6 +445,8 @@ def compiler_view(self:Results)->"gr.Blocks":
             with gr.Tab("Charts", id="charts") as charts_tab:
                 chart_results = gr.Plot(format="png", elem_id="chart-results")
                 chart_resources = gr.Plot(format="png", elem_id="chart-resources")
+                gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
+                cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
         quiet = dict(show_progress="hidden", queue=False)
         gr.on([a.change, b.change], self.pair_diff, [a, b], diffs, **quiet)
         gr.on([failures_tab.select, fpair.change], self.failure_causes, fpair, causes, **quiet)

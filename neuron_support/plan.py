@@ -30,7 +30,7 @@ MASKED_WORD = "Berlin"
 QUESTION = "Where do I live?"
 ENCODER_LENGTH = 128
 MAX_CORES = 16
-PREFILL_CHUNK = 16
+PREFILL_CHUNK = 1 # a decoder's prompt goes through the decoding step's one-token graph (the runners notebook says why)
 
 # %% ../nbs/03_plan.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")

@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'RESULTS', 'KINDS', 'PANDAS_TYPES', 'STACK_COLUMNS', 'PAIR',
-           'SPACE', 'CARDS', 'REPO', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate', 'frame',
-           'empty_table', 'error_signature', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair', 'table_path',
-           'notebook_path', 'pairs', 'write_table', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows',
-           'result_counts', 'example_model', 'render_card', 'read_tables', 'dataset_files', 'git_blob_sha1',
-           'same_file', 'Change', 'remote_files', 'changes', 'publish', 'refused_upload', 'format_changes', 'change',
-           'diff', 'diff_pairs', 'clip', 'format_diff', 'diff_json']
+           'SPACE', 'CARDS', 'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate',
+           'frame', 'empty_table', 'error_signature', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair',
+           'table_path', 'notebook_path', 'pairs', 'write_table', 'table_bytes', 'read_table', 'latest', 'merge',
+           'add_rows', 'check_rows', 'result_counts', 'example_model', 'render_card', 'read_tables', 'dataset_files',
+           'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'changes', 'check_repo', 'remote_head',
+           'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'diff',
+           'diff_pairs', 'clip', 'format_diff', 'diff_json']
 
 # %% ../nbs/08_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -24,8 +25,9 @@ from filelock import FileLock
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from .stack import UsageError, Stack, write_atomic
-from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError
-from huggingface_hub import HfApi, CommitOperationAdd
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError, EntryNotFoundError, HFValidationError
+from huggingface_hub import HfApi, CommitOperationAdd, hf_hub_download
+from huggingface_hub.utils import validate_repo_id
 
 # %% ../nbs/08_publish.ipynb #1ee7ecce
 CARD_COLUMNS = [
@@ -41,7 +43,7 @@ OUR_COLUMNS = [
     pa.field("revision", pa.string()), pa.field("task", pa.string()), pa.field("device", pa.string()),
     pa.field("backend", pa.string()), pa.field("compile_s", pa.float64()), pa.field("tokens_per_s", pa.float64()),
     pa.field("error_signature", pa.string()), pa.field("notebook", pa.string()), pa.field("check", pa.string()),
-    pa.field("reference_cached", pa.bool_())]
+    pa.field("reference_cached", pa.bool_()), pa.field("graphs", pa.int64()), pa.field("graphs_cached", pa.int64())]
 SCHEMA = pa.schema(CARD_COLUMNS + OUR_COLUMNS)
 COLUMNS = SCHEMA.names
 RESULTS = ("PASS", "FAIL(load)", "FAIL(gen)", "FAIL(forward)", "FAIL(output)", "FAIL(other)", "EXCLUDED")
@@ -195,10 +197,12 @@ def write_table(df:pd.DataFrame, # the pair's table
                 path, # where it goes (table_path)
                )->Path: # the path written
     "Validate `df` and replace the file at `path` with it atomically."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    t = pa.Table.from_pandas(validate(df), schema=SCHEMA, preserve_index=False)
-    buf = pa.BufferOutputStream(); pq.write_table(t, buf)
-    return write_atomic(path, buf.getvalue().to_pybytes())
+    return write_atomic(path, table_bytes(df))
+
+def table_bytes(df:pd.DataFrame)->bytes:
+    "The parquet file of a table, validated against the schema."
+    buf = pa.BufferOutputStream(); pq.write_table(pa.Table.from_pandas(validate(df), schema=SCHEMA, preserve_index=False), buf)
+    return buf.getvalue().to_pybytes()
 
 def read_table(path)->pd.DataFrame:
     "The table in the parquet file at `path`, checked against the schema."
@@ -206,6 +210,8 @@ def read_table(path)->pd.DataFrame:
     if not path.is_file(): raise UsageError(f"no table at {path}")
     try: df = pd.read_parquet(path)
     except (pa.ArrowException, OSError) as e: raise UsageError(f"{path} is not a readable parquet file: {e}") from None
+    for f in OUR_COLUMNS:  # a table written before one of our columns existed has it empty
+        if f.name not in df.columns: df[f.name] = None
     try: return validate(df)
     except UsageError as e: raise UsageError(f"{path}: {e}") from None
 
@@ -286,12 +292,13 @@ def read_tables(data_dir)->dict:
 # %% ../nbs/08_publish.ipynb #68850efe
 def dataset_files(data_dir, # the dataset folder
                   repo:str, # the dataset repo, for the card's examples
+                  tables:dict|None=None, # {pair: table} to publish (default: the folder's own)
                  )->dict: # {path in repo: bytes}
     "What the dataset repo should hold, from the folder: the card, the tables and the run notebooks."
     root = Path(data_dir)
-    files = {"README.md": render_card(read_tables(root), repo).encode()}
-    for p in sorted([*root.glob("data/*/*.parquet"), *root.glob("runs/*/*/*/run.ipynb")]):
-        files[p.relative_to(root).as_posix()] = p.read_bytes()
+    tables = read_tables(root) if tables is None else tables
+    files = {"README.md": render_card(tables, repo).encode(), **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())}}
+    for p in sorted(root.glob("runs/*/*/*/run.ipynb")): files[p.relative_to(root).as_posix()] = p.read_bytes()
     return files
 
 # %% ../nbs/08_publish.ipynb #e2dee93d
@@ -312,9 +319,10 @@ class Change:
     size: int    # bytes to upload
     def __str__(self): return f"{self.action:<6} {self.path} ({self.size:,} bytes)"
 
-def remote_files(api, repo:str)->dict:
-    "{path: RepoFile} of the dataset repo, empty when it does not exist yet."
-    try: return {f.path: f for f in api.list_repo_tree(repo, repo_type="dataset", recursive=True) if hasattr(f, "blob_id")}
+def remote_files(api, repo:str, revision:str|None=None)->dict:
+    "{path: RepoFile} of the dataset repo at a commit, empty when it does not exist yet."
+    if revision is None: return {}
+    try: return {f.path: f for f in api.list_repo_tree(repo, repo_type="dataset", recursive=True, revision=revision) if hasattr(f, "blob_id")}
     except (RepositoryNotFoundError, RevisionNotFoundError): return {}
 
 def changes(files:dict, remote:dict)->list:
@@ -324,25 +332,59 @@ def changes(files:dict, remote:dict)->list:
 
 # %% ../nbs/08_publish.ipynb #d155aea4
 REPO = re.compile(r"[\w.-]+/[\w.-]+")
+PUBLISH_TRIES = 8 # commits refused because another publisher committed first, before giving up
+
+def check_repo(repo:str)->str:
+    "A dataset repo id, ORG/NAME, as the Hub accepts it; else a UsageError."
+    try:
+        if REPO.fullmatch(repo or ""): return validate_repo_id(repo) or repo
+    except HFValidationError: pass
+    raise UsageError(f"not a repo id: {repo!r} (expected ORG/NAME of letters, digits, '-', '_' and '.')")
+
+def remote_head(api, repo:str)->str|None:
+    "The commit the dataset repo is at, None when it does not exist."
+    try: return api.dataset_info(repo).sha
+    except RepositoryNotFoundError: return None
+
+def remote_table(api, repo:str, pair:str, revision:str)->pd.DataFrame|None:
+    "The pair's table in the repo at a commit, None when the repo has none."
+    try: return read_table(hf_hub_download(repo, f"data/{pair}.parquet", repo_type="dataset", revision=revision, token=api.token, endpoint=api.endpoint))
+    except EntryNotFoundError: return None
+
+def merge_tables(theirs:pd.DataFrame, # the repo's table of a pair
+                 mine:pd.DataFrame, # the folder's table of the same pair
+                )->pd.DataFrame:
+    "Two tables of one pair as one, by the local merge's rules; `selection_rank` from the table whose latest row is newer."
+    newest = lambda t: t.tested_at.dropna().max() if t.tested_at.notna().any() else pd.Timestamp.min.tz_localize("UTC")
+    latest_selection = mine if newest(mine) >= newest(theirs) else theirs
+    return merge(theirs, mine, {m: int(r) for m, r in zip(latest_selection.model_id, latest_selection.selection_rank) if pd.notna(r)})
 
 def publish(data_dir, # the dataset folder (data/, runs/)
             repo:str, # the Hub dataset repo, ORG/NAME
             token:str|None=None, # a write token; default: huggingface_hub's (HF_TOKEN)
             dry_run:bool=False, # only say what would change
            )->list: # the Changes uploaded (or that would be)
-    "Upload the changed files of the dataset folder to the Hub dataset `repo`, in one commit."
-    if not REPO.fullmatch(repo or ""): raise UsageError(f"not a repo id: {repo!r} (expected ORG/NAME)")
+    "Merge the folder's tables into the repo's, and upload what changed in one commit on the commit they were merged with."
+    check_repo(repo)
     if not pairs(data_dir): raise UsageError(f"no table under {Path(data_dir) / 'data'}: nothing to publish")
-    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token)
-    files = dataset_files(data_dir, repo)
-    todo = changes(files, remote_files(api, repo))
-    if dry_run or not todo: return todo
-    (Path(data_dir) / "README.md").write_bytes(files["README.md"])
-    with refused_upload(repo):
-        api.create_repo(repo, repo_type="dataset", exist_ok=True)
-        api.create_commit(repo, repo_type="dataset", commit_message=f"publish {len(todo)} file(s): " + ", ".join(c.path for c in todo[:5]),
-                          operations=[CommitOperationAdd(path_in_repo=c.path, path_or_fileobj=files[c.path]) for c in todo])
-    return todo
+    api, mine = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token), read_tables(data_dir)
+    for _ in range(PUBLISH_TRIES):
+        head = remote_head(api, repo)
+        tables = {p: t if head is None or (theirs := remote_table(api, repo, p, head)) is None else merge_tables(theirs, t)
+                  for p, t in mine.items()}
+        files = dataset_files(data_dir, repo, tables)
+        todo = changes(files, remote_files(api, repo, head))
+        if dry_run or not todo: return todo
+        with refused_upload(repo):
+            if head is None: api.create_repo(repo, repo_type="dataset", exist_ok=True); continue  # then merge with what is there
+            try: api.create_commit(repo, repo_type="dataset", parent_commit=head, operations=[
+                     CommitOperationAdd(path_in_repo=c.path, path_or_fileobj=files[c.path]) for c in todo],
+                     commit_message=f"publish {len(todo)} file(s): " + ", ".join(c.path for c in todo[:5]))
+            except HfHubHTTPError as e:
+                if getattr(e.response, "status_code", None) in (409, 412): continue  # another publisher came first: read again, merge again
+                raise
+        return todo
+    raise UsageError(f"dataset {repo} changed under each of {PUBLISH_TRIES} tries to publish: try again")
 
 @contextlib.contextmanager
 def refused_upload(repo:str):

@@ -168,7 +168,8 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      english=o.get("english") or None, wall_s=o.get("wall_s"), hbm_peak_gb=o.get("hbm_peak_gb"),
                      hbm_capacity_gb=plan.capacity_gb, tested_at=tested_at, run_py=run_py, revision=plan.revision, task=plan.task,
                      compile_s=o.get("compile_s"), tokens_per_s=o.get("tokens_per_s"), notebook=notebook,
-                     check=o.get("check") or None, reference_cached=o.get("reference_cached"))
+                     check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
+                     graphs_cached=o.get("graphs_cached"))
 
 # %% ../nbs/06_script.ipynb #374292f3
 def run_notebook_path()->Path:

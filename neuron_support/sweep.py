@@ -64,12 +64,11 @@ def sweep_item(c:Candidate, # an item of the selection's list
 # %% ../nbs/09_sweep.ipynb #e2466322
 def take_runs(items:list, # SweepItems in list order
               max_runs:int, # how many models to run
-             )->list: # the items the sweep acts on: "run" ones up to max_runs, "excluded" ones passed on the way
+             )->list: # the items the sweep passes: "run" ones up to max_runs, and the "excluded" and "skip" ones on the way
     "The part of the list a sweep of `max_runs` runs covers."
     out, runs = [], 0
     for it in items:
         if runs >= max_runs: break
-        if it.decision == "skip": continue
         out.append(it); runs += it.decision == "run"
     return out
 
@@ -521,6 +520,9 @@ def sweep(max_runs:int=100, # how many models to run, down the list
     else: log(f"resuming the sweep started {time.strftime('%Y-%m-%d %H:%M', time.localtime(j['created']))} ({jpath})")
     acts, selection, created = j["items"], j["selection"], j["created"]
     runs = [i for i in acts if i.decision == "run"]
+    if skipped := [i for i in acts if i.decision == "skip"]:
+        log(f"{len(skipped)} model{'s' * (len(skipped) != 1)} skipped: run.py unchanged since the last run in this pair")
+    if not runs: log("no model to run: " + ("every model reached is skipped or excluded" if acts else "the list is empty"))
     excluded = [excluded_row(i, stack) for i in acts if i.decision == "excluded"]
     collect(out_dir, pair, excluded, selection)
     done = {i.model_id: r for i in runs if (r := finished_row(run_folder(out_dir, pair, i.model_id), created))}

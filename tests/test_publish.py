@@ -75,7 +75,7 @@ def test_the_schema_is_the_cards_columns_then_ours():
                             "library_version", "transformers", "accelerate", "torch_neuronx", "torch", "nki", "python",
                             "neuron_driver", "tested_at", "run_py"]
     assert COLUMNS[25:] == ["revision", "task", "device", "backend", "compile_s", "tokens_per_s", "error_signature", "notebook",
-                            "check", "reference_cached"]
+                            "check", "reference_cached", "graphs", "graphs_cached"]
     assert SCHEMA.field("tested_at").type.tz == "UTC"
 
 
@@ -292,7 +292,9 @@ def test_published_rows_read_back_the_same(hub_for_cards, tmp_path, monkeypatch)
     back = back.sort_values(["model_id", "neuronx_cc", "device", "library_version"], ignore_index=True)
     pd.testing.assert_frame_equal(validate(back, unique=False), local_tables(data))
     # the card's query, verbatim, against the Hub and against the local tables
-    card = (data / "README.md").read_text()
+    from huggingface_hub import hf_hub_download
+    card = Path(hf_hub_download(repo, "README.md", repo_type="dataset")).read_text()
+    assert not (data / "README.md").exists()   # the folder is left as it was
     [query] = code_blocks(section(card, "Querying"), "python")
     *setup, last = query.strip().splitlines()
     scope = {}
@@ -339,3 +341,43 @@ def test_publishing_without_a_token_is_a_clear_error(hub, tmp_path):
     data = dataset(tmp_path / "dataset")
     with pytest.raises(UsageError, match="HF_TOKEN"):
         publish(data, "neuron-support-test/results-no-token", token=False)
+
+
+PUBLISHER = """import sys
+from neuron_support.publish import publish
+publish(sys.argv[1], sys.argv[2], token="hf_local_test_writer")
+"""
+
+
+def publisher(data, repo):
+    return subprocess.Popen([sys.executable, "-c", PUBLISHER, str(data), repo], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def two_folders(tmp_path):
+    "Two publishers' folders: different models of one pair, and one model both ran (the newer run must win)."
+    a, b = tmp_path / "a", tmp_path / "b"
+    add_rows(a, PAIR, rows_for(DEMO_IDS[:5]) + [synthetic_row("demo/both", "FAIL(gen)", tested_at="2025-06-01T00:00:00Z")])
+    add_rows(b, PAIR, rows_for(DEMO_IDS[5:10], tested_at="2025-06-02T12:00:00Z") + [synthetic_row("demo/both", tested_at="2025-06-02T00:00:00Z")])
+    return a, b
+
+
+def published_table(repo):
+    from huggingface_hub import HfApi, hf_hub_download
+    head = HfApi().dataset_info(repo).sha
+    return by_model(read_table(hf_hub_download(repo, f"data/{PAIR}.parquet", repo_type="dataset", revision=head)))
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["at-once", "one-after-the-other"])
+def test_two_publishers_lose_nothing(hub_for_cards, tmp_path, together):
+    "Two publish processes with different rows of one pair, at once or in turn: the repo ends with both (issue 15)."
+    a, b = two_folders(tmp_path)
+    repo = f"neuron-support-test/two-publishers-{'together' if together else 'in-turn'}"
+    if together:
+        ps = [publisher(a, repo), publisher(b, repo)]
+        for p in ps: assert p.wait(timeout=300) == 0, p.stderr.read()[-2000:]
+    else:
+        for d in (a, b): assert publisher(d, repo).wait(timeout=300) == 0
+    table = published_table(repo)
+    assert sorted(table.index) == sorted(DEMO_IDS[:10] + ["demo/both"])
+    assert table.loc["demo/both", "result"] == "PASS"   # the newer run
+    assert not (a / "README.md").exists() and not (b / "README.md").exists()

@@ -231,7 +231,35 @@ def test_a_wheel_carries_the_run_notebook(local_models, tmp_path):
     p = subprocess.run([venv / "bin" / "neuron-support", "run", str(local_models / "pickle"), "--out", str(out), "--device", "cpu"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
-    row = json.loads((out / "result.json").read_text())
+    run_dir, = {f.parent for f in out.glob("runs/*/*/*/result.json")}   # out/runs/<pair>/<name>/, as a sweep names it
+    row = json.loads((run_dir / "result.json").read_text())
     check_row(row)
     assert p.stdout.startswith("PASS") and (row["result"], row["runner"], row["check"]) == ("PASS", "run_dense", "cpu"), p.stdout
-    assert "estimated from the size of its pytorch_model*.bin files" in (out / "run.py").read_text()
+    assert "estimated from the size of its pytorch_model*.bin files" in (run_dir / "run.py").read_text()
+    assert len(list(out.glob("data/*/*.parquet"))) == 1   # the row joined its pair's table
+
+
+def test_checkpoints_of_one_shape_share_their_compiled_graphs(local_models, tmp_path):
+    """Two checkpoints of one architecture and size, with other weights and a chat template that makes the prompt longer,
+    run one after the other with inductor and one compile cache: the second compiles nothing new (issue 14)."""
+    other = tmp_path / "fine-tune"
+    shutil.copytree(local_models / "llama", other)
+    torch.manual_seed(1)
+    model = LlamaForCausalLM.from_pretrained(local_models / "llama")
+    with torch.no_grad():
+        for p in model.parameters(): p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(other)
+    tok = AutoTokenizer.from_pretrained(other)
+    tok.chat_template = "You are a helpful assistant who answers in full sentences, with care and with detail.\n" + CHAT
+    tok.save_pretrained(other)
+    lengths = [len(AutoTokenizer.from_pretrained(m).apply_chat_template([{"role": "user", "content": "The future of AI is"}],
+                                                                      add_generation_prompt=True)) for m in (local_models / "llama", other)]
+    assert lengths[1] - lengths[0] > 10
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
+    first = papermill(tmp_path / "base", str(local_models / "llama"), env, backend="inductor", max_new_tokens=8, min_new_tokens=8)
+    second = papermill(tmp_path / "tune", str(other), env, backend="inductor", max_new_tokens=8, min_new_tokens=8)
+    for row in (first, second):
+        assert row["result"] == "PASS" and (row["cpu_match"] == "Y" or row["cpu_match"].startswith("~")), row
+    assert first["graphs"] in (1, 2) and first["graphs_cached"] == 0
+    assert second["graphs"] == first["graphs"] and second["graphs_cached"] == second["graphs"]
+    assert second["compile_s"] < 0.5 * first["compile_s"], (first["compile_s"], second["compile_s"])

@@ -6,7 +6,7 @@ hangs with rank processes in their own sessions, or installs a package for its r
 so that a test can count how many times each model ran. The demo test at the end runs the real run notebook on the
 real demo catalog.
 """
-import contextlib, json, os, signal, subprocess, sys, textwrap, time, zipfile
+import contextlib, json, os, shutil, signal, subprocess, sys, textwrap, time, zipfile
 from pathlib import Path
 
 import nbformat, pandas as pd, psutil, pytest
@@ -302,3 +302,58 @@ def test_whole_demo_sweep(tmp_path):
     assert set(table.model_id) == {m["id"] for m in catalog["models"]}
     for m in table[table.result != "EXCLUDED"].model_id:
         assert {"run.ipynb", "run.py", "result.json"} <= {f.name for f in run_folder(out, PAIR, m).iterdir()}, m
+
+
+def mini_catalog(root: Path, ids: list) -> Path:
+    "A catalog of a few demo models, their files hard-linked from the demo catalog: a Hub of its own to commit to."
+    from neuron_support.demo import build_demo
+    demo = build_demo()
+    cat = json.loads((demo / "catalog.json").read_text())
+    (root / "catalog.json").parent.mkdir(parents=True, exist_ok=True)
+    (root / "catalog.json").write_text(json.dumps({"models": [m for m in cat["models"] if m["id"] in ids], "datasets": [],
+                                                    "tokens": cat.get("tokens", {})}))
+    for m in ids: shutil.copytree(demo / "models" / m, root / "models" / m, copy_function=os.link)
+    return root
+
+
+def sweep_process(out: Path, endpoint: str, home: Path, max_runs: int) -> subprocess.CompletedProcess:
+    from neuron_support.hub import hub_env
+    code = f"import sys; from neuron_support.sweep import sweep; sweep(max_runs={max_runs}, out_dir=sys.argv[1], slots=2, time_limit=900)"
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=1500,
+                       env={**os.environ, **hub_env(endpoint, home)})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def tested_at(out: Path) -> dict:
+    return {m: str(t) for m, t in read_table(table_path(out, PAIR)).set_index("model_id").tested_at.items()} if table_path(out, PAIR).exists() else {}
+
+
+def test_each_sweep_goes_further_down_the_list(tmp_path):
+    """Issue 14: a sweep skips the models whose script does what the script of their last run did. `--max-runs 2` twice
+    runs 4 distinct models; a third sweep runs none and says so; a new revision of one model makes it, and only it, run."""
+    from huggingface_hub import HfApi
+    from neuron_support.hub import hub_server
+    ids = ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-bert-mlm", "neuron-support-demo/tiny-bert-ner",
+           "neuron-support-demo/tiny-distilbert-sentiment", "neuron-support-demo/tiny-llama-gptq"]
+    catalog, out, home = mini_catalog(tmp_path / "catalog", ids), tmp_path / "out", tmp_path / "hf"
+    with hub_server(catalog) as endpoint:
+        runs = []
+        for max_runs in (2, 2, 2):
+            before = tested_at(out)
+            p = sweep_process(out, endpoint, home, max_runs)
+            after = tested_at(out)
+            runs.append({m for m, t in after.items() if before.get(m) != t and m != "neuron-support-demo/tiny-llama-gptq"})
+        assert len(runs[0]) == 2 and len(runs[1]) == 2 and not runs[0] & runs[1], runs   # 4 distinct models
+        assert runs[2] == set(), runs
+        assert "4 models skipped: run.py unchanged" in p.stderr and "no model to run" in p.stderr, p.stderr[-2000:]
+        # a new commit of one model: its revision changes, and so does its script
+        changed = sorted(runs[0])[0]
+        HfApi(endpoint=endpoint, token="hf_local_test_writer").upload_file(path_or_fileobj=b"a note", path_in_repo="NOTE.md",
+                                                                          repo_id=changed)
+        before = tested_at(out)
+        sweep_process(out, endpoint, home, 2)
+        assert {m for m, t in tested_at(out).items() if before.get(m) != t} == {changed}
+    table = read_table(table_path(out, PAIR)).set_index("model_id")
+    assert table.loc["neuron-support-demo/tiny-llama-gptq", "result"] == "EXCLUDED"
+    assert (table.drop(index="neuron-support-demo/tiny-llama-gptq").result == "PASS").all(), table[["result", "notes"]]
