@@ -284,9 +284,10 @@ def lineage(pid:int|None=None, # a process (default: this one)
     return found
 
 def tagged_processes(tag:str, # the run's tag
+                     var:str=RUN_TAG, # the environment variable that holds it
                     )->list: # pids, sorted
-    "The live processes that carry `NEURON_SUPPORT_RUN=tag`, but this one and its ancestors."
-    needle, spare, found = f"{RUN_TAG}={tag}".encode(), lineage(), []
+    "The live processes that carry `NEURON_SUPPORT_RUN=tag` (or `var=tag`), but this one and its ancestors."
+    needle, spare, found = f"{var}={tag}".encode(), lineage(), []
     for d in Path("/proc").glob("[0-9]*"):
         try:
             if int(d.name) not in spare and needle in (d / "environ").read_bytes().split(b"\0"): found.append(int(d.name))
@@ -295,18 +296,19 @@ def tagged_processes(tag:str, # the run's tag
 
 def kill_run(tag:str, # the run's tag
              passes:int=5, # rounds of kill-and-rescan, for processes started while killing
+             var:str=RUN_TAG, # the environment variable that holds the tag
             )->int: # how many processes were killed
     "SIGKILL every process of a run (but this one and its ancestors), and wait until they are gone."
     killed = set()
     for _ in range(passes):
-        pids = tagged_processes(tag)
+        pids = tagged_processes(tag, var)
         if not pids: break
         for pid in pids:
             try: os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError): pass
         killed |= set(pids)
         end = time.monotonic() + 5
-        while set(tagged_processes(tag)) & set(pids) and time.monotonic() < end: time.sleep(0.02)
+        while set(tagged_processes(tag, var)) & set(pids) and time.monotonic() < end: time.sleep(0.02)
     return len(killed)
 
 # %% ../nbs/04_runners.ipynb #k4a00007

@@ -253,7 +253,8 @@ def test_checkpoints_of_one_shape_share_their_compiled_graphs(local_models, tmp_
     tok.chat_template = "You are a helpful assistant who answers in full sentences, with care and with detail.\n" + CHAT
     tok.save_pretrained(other)
     lengths = [len(AutoTokenizer.from_pretrained(m).apply_chat_template([{"role": "user", "content": "The future of AI is"}],
-                                                                      add_generation_prompt=True)) for m in (local_models / "llama", other)]
+                                                                      add_generation_prompt=True, return_dict=True)["input_ids"])
+               for m in (local_models / "llama", other)]
     assert lengths[1] - lengths[0] > 10
     env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
     first = papermill(tmp_path / "base", str(local_models / "llama"), env, backend="inductor", max_new_tokens=8, min_new_tokens=8)

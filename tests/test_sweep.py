@@ -357,3 +357,41 @@ def test_each_sweep_goes_further_down_the_list(tmp_path):
     table = read_table(table_path(out, PAIR)).set_index("model_id")
     assert table.loc["neuron-support-demo/tiny-llama-gptq", "result"] == "EXCLUDED"
     assert (table.drop(index="neuron-support-demo/tiny-llama-gptq").result == "PASS").all(), table[["result", "notes"]]
+
+
+def sweep_processes(cli_pid: int) -> list:
+    "The live processes of the sweep a `neuron-support` process started (its tag begins with that process's pid)."
+    found = []
+    for p in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.environ().get("NEURON_SUPPORT_SWEEP", "").startswith(f"{cli_pid}:"): found.append(p)
+    return found
+
+
+def test_a_killed_sweep_leaves_nothing_running_and_resumes(tmp_path):
+    """Issue 15: `neuron-support sweep --demo` killed with SIGKILL while runs are in flight takes its sweep, its Hub, Ray
+    and its runs with it; a second sweep on the folder meanwhile stops with one line; the same command then resumes,
+    running only what had not finished."""
+    out = tmp_path / "out"
+    models = ["neuron-support-demo/tiny-bert-mlm", "neuron-support-demo/tiny-bert-ner", "neuron-support-demo/tiny-distilbert-sentiment"]
+    cmd = ["neuron-support", "sweep", "--demo", "--out", str(out), "--only", *models]
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 900
+    while time.time() < deadline and not list(out.glob("runs/*/*/*/result.json")): time.sleep(1)
+    finished = {f.parent.name: json.loads(f.read_text())["tested_at"] for f in out.glob("runs/*/*/*/result.json")}
+    assert finished, first.stderr.read() if first.poll() is not None else "no run finished"
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 2 and f"another sweep (process" in second.stderr, second.stderr[-2000:]
+    assert len([l for l in second.stderr.splitlines() if l.strip()]) == 1, second.stderr
+    assert sweep_processes(first.pid)   # Ray, the Hub, the demo's sweep, a run: all tagged
+    first.kill(); first.wait()
+    for _ in range(60):
+        if not (left := sweep_processes(first.pid)): break
+        time.sleep(0.5)
+    assert not left, [(p.pid, p.cmdline()[:3]) for p in left]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+    assert again.returncode == 0, again.stderr[-3000:]
+    table = read_table(table_path(out, PAIR)).set_index("model_id")
+    assert sorted(table.index) == sorted(models) and (table.result == "PASS").all(), table[["result", "notes"]]
+    for name, t in finished.items():   # what had finished before the kill was not run again
+        assert json.loads((next(out.glob(f"runs/*/*/{name}/result.json"))).read_text())["tested_at"] == t
