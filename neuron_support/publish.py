@@ -43,7 +43,8 @@ OUR_COLUMNS = [
     pa.field("revision", pa.string()), pa.field("task", pa.string()), pa.field("device", pa.string()),
     pa.field("backend", pa.string()), pa.field("compile_s", pa.float64()), pa.field("tokens_per_s", pa.float64()),
     pa.field("error_signature", pa.string()), pa.field("notebook", pa.string()), pa.field("check", pa.string()),
-    pa.field("reference_cached", pa.bool_()), pa.field("graphs", pa.int64()), pa.field("graphs_cached", pa.int64())]
+    pa.field("reference_cached", pa.bool_()), pa.field("graphs", pa.int64()), pa.field("graphs_cached", pa.int64()),
+    pa.field("hbm_reserved_gb", pa.float64())]
 SCHEMA = pa.schema(CARD_COLUMNS + OUR_COLUMNS)
 COLUMNS = SCHEMA.names
 RESULTS = ("PASS", "FAIL(load)", "FAIL(gen)", "FAIL(forward)", "FAIL(output)", "FAIL(other)", "EXCLUDED")

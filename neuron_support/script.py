@@ -34,6 +34,8 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in ("torch", "transformers", "accelerate", "python")),
              "# packages added on top of that stack:", "# pip install " + " ".join(packages),
              "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"]
+    hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
+    if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {hub}: rerun it with HF_ENDPOINT={hub} python3 run.py")
     return "\n".join(lines) + "\n"
 
 def module_text()->str:
@@ -118,7 +120,7 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
     return {"result": "FAIL(other)", "notes": why[:200], "error": why + "\n" + "\n".join(lines[-20:]), "wall_s": round(time.time() - start, 3)}
 
 # %% ../nbs/06_script.ipynb #464b1f50
-PROTECTED = ("torch", "transformers", "torch-neuronx", "neuronx-cc", "accelerate")
+PROTECTED = ("torch", "transformers", "torch-neuronx", "neuronx-cc", "nki", "accelerate")
 
 def install_packages(packages:list, # requirement names
                      site:Path, # the run's own package folder
@@ -169,7 +171,7 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      hbm_capacity_gb=plan.capacity_gb, tested_at=tested_at, run_py=run_py, revision=plan.revision, task=plan.task,
                      compile_s=o.get("compile_s"), tokens_per_s=o.get("tokens_per_s"), notebook=notebook,
                      check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
-                     graphs_cached=o.get("graphs_cached"))
+                     graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"))
 
 # %% ../nbs/06_script.ipynb #374292f3
 def run_notebook_path()->Path:

@@ -53,40 +53,61 @@ def read_versions(version_of=importlib.metadata.version, # how to read a distrib
     return {**v, "python": python, "neuron_driver": driver_version(driver_path)}
 
 # %% ../nbs/00_stack.ipynb #f6bc92e1
-PROBE = r'''
-import importlib.util, json
+PROBE = r"""
+import importlib.metadata, importlib.util, json, shutil, subprocess
 found = {}
 try:
     import torch
     if importlib.util.find_spec("torch_neuronx"):
-        import torch_neuronx
-        n = torch.neuron.device_count()
-        if n: found["neuron"] = [n, torch.neuron.get_device_properties(0).total_memory]
+        try:
+            import torch_neuronx
+            if not hasattr(torch, "neuron"):
+                v = importlib.metadata.version("torch-neuronx")
+                found["neuron_error"] = (f"torch-neuronx {v} is the XLA-based one (no torch.neuron): this project drives TorchNeuron, "
+                                         "torch-neuronx 2.13 or later")
+            else:
+                n = torch.neuron.device_count()
+                if shutil.which("neuron-ls"):
+                    devices = json.loads(subprocess.run(["neuron-ls", "--json-output"], capture_output=True, text=True, timeout=60).stdout)
+                    n = sum(d.get("nc_count", 0) for d in devices) or n
+                if n: found["neuron"] = [n, torch.neuron.get_device_properties(0).total_memory]
+                else: found["neuron_error"] = "torch-neuronx found no NeuronCore"
+        except Exception as e: found["neuron_error"] = f"{type(e).__name__}: {e}"
     if torch.cuda.is_available():
         found["cuda"] = [torch.cuda.device_count(), torch.cuda.get_device_properties(0).total_memory]
 except Exception as e:
     found["error"] = repr(e)
 print(json.dumps(found))
-'''
+"""
 
 def could_have_accelerator()->bool:
     "True where torch-neuronx is installed or an NVIDIA device node exists: only then is probing worth a process."
     return bool(importlib.util.find_spec("torch_neuronx")) or Path("/dev/nvidia0").exists() or bool(shutil.which("nvidia-smi"))
 
-def probe_accelerators(timeout:float=120)->dict: # {device: [cores, bytes per core]}
+def probe_accelerators(timeout:float=120, # seconds the child may take
+                       code:str=PROBE, # what the child runs
+                      )->dict: # {device: [cores, bytes per core]}, and `neuron_error` when torch-neuronx is there but failed
     "Count the accelerator cores and one core's memory in a child process, so this process never starts a device runtime."
     if not could_have_accelerator(): return {}
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=timeout)
+    neuron = bool(importlib.util.find_spec("torch_neuronx"))
+    try: out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "NEURON_RT_VISIBLE_CORES": "0"})
+    except subprocess.TimeoutExpired: return {"neuron_error": f"the probe did not answer in {timeout:g} s"} if neuron else {}
     lines = out.stdout.strip().splitlines()
-    return json.loads(lines[-1]) if out.returncode == 0 and lines else {}
+    if out.returncode == 0 and lines: return json.loads(lines[-1])
+    why = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+    return {"neuron_error": f"the probe process failed: {why}"} if neuron else {}
 
 # %% ../nbs/00_stack.ipynb #a7d8512d
 def choose_device(found:dict, # what `probe_accelerators` found
                   device:str|None=None, # the user's choice, if any
                  )->str:
-    "The device to run on: the user's choice, checked, or the best one found."
+    "The device to run on: the user's choice, checked, or the best one found; a broken Neuron stack stops all but the CPU."
+    if device not in (None, *DEVICES): raise UsageError(f"unknown device {device!r}: choose one of {', '.join(DEVICES)}")
+    if found.get("neuron_error") and device != "cpu":
+        raise UsageError(f"torch-neuronx is installed but the Neuron probe failed: {found['neuron_error']}; "
+                         "fix the Neuron stack, or pass --device cpu to run on the CPU")
     if device is None: return next((d for d in ("neuron", "cuda") if found.get(d, [0])[0]), "cpu")
-    if device not in DEVICES: raise UsageError(f"unknown device {device!r}: choose one of {', '.join(DEVICES)}")
     if device != "cpu" and not found.get(device, [0])[0]: raise UsageError(f"device {device!r} asked for, but none was found on this machine")
     return device
 

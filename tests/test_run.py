@@ -142,6 +142,10 @@ def test_missing_weights_is_fail_load(local_models, tmp_path):
     check_row(row)
     assert row["result"] == "FAIL(load)" and "model.safetensors" in row["error"] and row["error_signature"]
     assert json.loads((tmp_path / "nw" / "run.ipynb").read_text())["cells"]
+    # run.py as a script: `python3 run.py && echo ok` means what it says (issue 15)
+    again = subprocess.run([sys.executable, "run.py"], cwd=tmp_path / "nw", capture_output=True, text=True, timeout=600)
+    assert again.returncode == 1 and json.loads(again.stdout.strip().splitlines()[-1])["result"] == "FAIL(load)"
+    assert again.stderr.strip().splitlines()[-1].startswith("FAIL(load): "), again.stderr[-500:]
 
 
 def test_forward_that_raises_is_fail_gen_and_fail_forward(local_models, tmp_path):
