@@ -10,7 +10,7 @@ __all__ = ['DECISIONS', 'VISIBLE', 'SLOT_RESOURCE', 'NEFF_BUCKET', 'SWEEP_TAG', 
            'start_ray', 'core_maps', 'run_on_host', 'hub_cache', 'Prefetch', 'cache_folder', 'cache_source',
            'is_bucket', 'sync_folders', 'sync_cache', 'duration', 'Progress', 'say', 'flight', 'result', 'summary',
            'ends_whole', 'sweep_lock', 'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back',
-           'sweep_environment', 'run_all', 'environment', 'sweep_demo']
+           'sweep_environment', 'next_runnable', 'run_all', 'environment', 'sweep_demo']
 
 # %% ../nbs/09_sweep.ipynb #7cccca0d
 import contextlib, fcntl, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
@@ -24,11 +24,13 @@ from huggingface_hub.utils import disable_progress_bars
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
 from .publish import table_row, RESULTS, add_rows, COLUMNS, table_path, read_table
-from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path
-from .standalone import RUN_TAG, ignored_files, kill_run, die_with_parent, tagged_processes
-from .select import Candidate, sweep_list
-from .demo import build_demo
 from .hub import hub_server, hub_env
+# Heavy: torch and transformers come with these. A Ray worker that runs a task imports this module, and a host runs one
+# worker per run in flight: so they are imported where they are used, and a worker that only holds cores never pays for them.
+# from neuron_support.script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path
+# from neuron_support.standalone import RUN_TAG, ignored_files, kill_run, die_with_parent
+# from neuron_support.select import sweep_list
+# from neuron_support.demo import build_demo
 
 # %% ../nbs/09_sweep.ipynb #f2d9ec03
 def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
@@ -49,17 +51,19 @@ class SweepItem:
     revision: str|None=None       # the commit the selection saw
     reason: str=""                # why skipped or excluded
     exclusion: str|None=None      # the exclusion's category ("excluded" only)
+    group: str|None=None          # what it shares compiled graphs with: architecture, runner, weight bytes and cores ("run" only)
 
 DECISIONS = ("run", "skip", "excluded")
 
 # %% ../nbs/09_sweep.ipynb #583237d1
-def sweep_item(c:Candidate, # an item of the selection's list
+def sweep_item(c, # an item of the selection's list (select's Candidate)
               )->SweepItem:
     "The facts of a selection's candidate that the sweep keeps."
     if c.decision not in DECISIONS: raise UsageError(f"{c.model_id}: unknown decision {c.decision!r}")
     run = c.decision == "run"
+    group = f"{c.plan.model_type}:{c.runner}:{c.weight_bytes}:{c.cores}" if run and c.plan is not None else None
     return SweepItem(c.model_id, c.decision, c.selection_rank, c.cores if run else None, c.runner if run else None,
-                     c.revision, c.reason or "", c.exclusion)
+                     c.revision, c.reason or "", c.exclusion, group)
 
 # %% ../nbs/09_sweep.ipynb #e2466322
 def take_runs(items:list, # SweepItems in list order
@@ -167,6 +171,7 @@ class RunSetting:
     parameters: dict = field(default_factory=dict) # notebook parameters every run gets (test hooks...)
     extra: dict = field(default_factory=dict)      # environment variables the sweep adds (the Hub endpoint...)
     kernel: str|None = None # the Jupyter kernel, None for the notebook's
+    execute: object = None  # what runs one item on its cores, (item, setting, env) -> row; None: `execute_run` (benchmarks hand in stand-ins)
 
     @property
     def pair(self)->str: return pair_key(self.stack)
@@ -181,6 +186,7 @@ class RunSetting:
 # %% ../nbs/09_sweep.ipynb #58fb67ae
 def run_grace()->float:
     "Seconds past a run's time limit before the sweep kills it: what run.py may take beyond it, and two minutes."
+    from neuron_support.script import CHECK_ALLOWANCE
     return CHECK_ALLOWANCE + 120
 
 # %% ../nbs/09_sweep.ipynb #704fb006
@@ -189,6 +195,7 @@ def execute_run(item:SweepItem, # the model
                 env:dict, # the child's environment
                )->dict: # the run's row
     "Execute one run in a killable child process and return its row."
+    from neuron_support.standalone import RUN_TAG, kill_run, die_with_parent
     run_dir = setting.run_dir(item).resolve(); run_dir.mkdir(parents=True, exist_ok=True)
     tag, limit = str(run_dir), setting.time_limit + setting.grace
     kill_run(tag)
@@ -229,6 +236,7 @@ def run_env(base:dict, # the environment to start from
             extra:dict|None=None, # variables the sweep adds (the Hub endpoint of the demo...)
            )->dict: # the child's environment
     "The environment of a run's child: the base, without Ray's device variables, with the run's cores."
+    from neuron_support.standalone import RUN_TAG
     env = {k: v for k, v in base.items() if k not in VISIBLE.values() and k != RUN_TAG}
     env |= extra or {}
     if device in VISIBLE and cores: env[VISIBLE[device]] = core_range(cores) if device == "neuron" else ",".join(map(str, cores))
@@ -309,7 +317,7 @@ def run_on_host(item:SweepItem, setting:RunSetting, maps:dict)->dict:
     cmap = maps.get(ray.get_runtime_context().get_node_id())
     cores = None
     while cmap is not None and (cores := ray.get(cmap.take.remote(item.model_id, item.cores or 1))) is None: time.sleep(1)
-    try: return execute_run(item, setting, run_env(os.environ, setting.stack.device, cores, setting.extra))
+    try: return (setting.execute or execute_run)(item, setting, run_env(os.environ, setting.stack.device, cores, setting.extra))
     finally:
         if cmap is not None: cmap.give.remote(item.model_id)
 
@@ -338,6 +346,7 @@ class Prefetch(threading.Thread):
         with self.cond: self.ahead.pop(model_id, None); self.cond.notify_all()
 
     def files(self, it:SweepItem)->tuple: # (ignore patterns, bytes still to download)
+        from neuron_support.standalone import ignored_files
         plan = snapshot_download(it.model_id, revision=it.revision, endpoint=self.endpoint, cache_dir=self.cache_dir, dry_run=True)
         ignore = ignored_files([f.filename for f in plan])  # what the run itself will download, no more
         todo = [f for f in plan if f.will_download and not any(fnmatch(f.filename, p) for p in ignore)]
@@ -509,6 +518,7 @@ def sweep_lock(out_dir)->Path: # yields the lock file
 # %% ../nbs/09_sweep.ipynb #2e58e476
 def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None)->tuple: # (SweepItems, {model_id: rank})
     "The sweep list of the select module, as SweepItems, and the selection."
+    from neuron_support.select import sweep_list
     got = sweep_list(stack=stack, data_dir=out_dir, max_runs=max_runs, endpoint=endpoint)
     return [sweep_item(c) for c in got.items], got.selection
 
@@ -521,7 +531,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           demo:bool=False, # sweep the demo catalog on a local Hub started for it
           address:str|None=None, # a Ray cluster's address; None: a local Ray
           out_dir="out", # the output folder: data/<pair>.parquet and runs/<pair>/
-          time_limit:float=DEFAULT_TIME_LIMIT, # seconds a run gets (its notebook stops run.py at it)
+          time_limit:float|None=None, # seconds a run gets (its notebook stops run.py at it); None: the script's default
           slots:int|None=None, # cores of the local Ray (CPU: concurrent rank processes); None: the host's
           push_cache:str|None=None, # after the sweep, sync the local compile cache to this bucket (or folder)
           cache_from:str|None=None, # sync the compile cache from here first (None: the compiler's public cache)
@@ -537,6 +547,8 @@ def sweep(max_runs:int=100, # how many models to run, down the list
          )->Path: # the pair's table
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
+    from neuron_support.script import DEFAULT_TIME_LIMIT, run_notebook_path
+    time_limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     if max_runs < 0: raise UsageError(f"--max-runs must be 0 or more, not {max_runs}")
     if time_limit <= 0: raise UsageError(f"--time-limit must be positive, not {time_limit}")
     grace = run_grace() if grace is None else grace
@@ -605,6 +617,14 @@ def sweep_environment(env:dict=os.environ)->dict:
     "The variables of the sweep's environment that its runs get on every host: the Hub's, ours, torch's and the compiler's, never the token."
     return {k: v for k, v in env.items() if k.startswith(("HF_", "NEURON_SUPPORT_", "TORCH", "NEURON_CC")) and k != "HF_TOKEN"}
 
+# %% ../nbs/09_sweep.ipynb #w9d00001
+def next_runnable(queue:list, # SweepItems not yet started, in list order
+                  warm:set, # groups of which a run has finished
+                  flying:set, # groups of the runs in flight
+                 )->int|None: # the index in `queue` of the item to start next, None when every item waits for its leader
+    "The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it."
+    return next((k for k, it in enumerate(queue) if it.group is None or it.group in warm or it.group not in flying), None)
+
 # %% ../nbs/09_sweep.ipynb #w9a00018
 def run_all(todo:list, # SweepItems to run, in list order
             setting:RunSetting, # what their runs share
@@ -613,6 +633,7 @@ def run_all(todo:list, # SweepItems to run, in list order
             selection:dict, # {model_id: rank}, for the table's selection_rank
             progress:Progress):
     "Run every item of `todo` on Ray, collecting each row as its run ends."
+    from neuron_support.standalone import kill_run
     stack, pair, out_dir = setting.stack, setting.pair, setting.out_dir
     import ray as _ray
     local = not _ray.is_initialized() and not address
@@ -621,12 +642,16 @@ def run_all(todo:list, # SweepItems to run, in list order
     if not maps: raise UsageError(f"no host of the Ray cluster offers {SLOT_RESOURCE[stack.device]!r}")
     capacity = max(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
     task = ray.remote(max_retries=0)(run_task)
-    fetch = Prefetch(todo, prefetch_gb, endpoint, progress.say); fetch.start()
+    fetch = Prefetch(todo, prefetch_gb, endpoint, progress.say)
+    if prefetch_gb > 0: fetch.start()
     queue, pending, window = list(todo), {}, 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
+    warm = set()   # groups whose graphs a finished run has put in the compile cache
     try:
         while queue or pending:
             while queue and len(pending) < window:
-                it = queue.pop(0)
+                k = next_runnable(queue, warm, {it.group for it, _ in pending.values()})
+                if k is None: break
+                it = queue.pop(k)
                 ref = task.options(**ray_request(stack.device, it.cores, capacity)).remote(it, setting, maps)
                 pending[ref] = (it, time.time())
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
@@ -639,7 +664,7 @@ def run_all(todo:list, # SweepItems to run, in list order
                     row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {str(e).splitlines()[0][:300]}",
                                       utc_now(), time.time() - t)
                     write_atomic(d / "result.json", json.dumps(row, indent=1))
-                collect(out_dir, pair, [row], selection)
+                collect(out_dir, pair, [row], selection); warm.add(it.group)
                 fetch.release(it.model_id); progress.result(row)
             with contextlib.suppress(Exception):
                 progress.flight({k: v for m in maps.values() for k, v in ray.get(m.holding.remote(), timeout=10).items()})
@@ -673,6 +698,7 @@ except KeyboardInterrupt: sys.exit(130)
 
 def sweep_demo(**kw)->Path:
     "Sweep the demo catalog on a local Hub: `neuron-support sweep --demo`."
+    from neuron_support.demo import build_demo
     with sweep_lock(kw.get("out_dir", "out")): pass   # said now, not after the catalog and the Hub: the folder is another sweep's
     catalog = Path(build_demo())
     stack = kw.get("stack") or detect_stack(kw.get("device"), kw.get("backend"))
