@@ -70,7 +70,7 @@ def cmd_run(args):
     pair = pair_key(stack)
     run_dir = run_folder(out, pair, args.model_id.strip("/"))
     row = run_model(args.model_id, run_dir, revision=args.revision, cores=args.cores, device=stack.device,
-                    backend=stack.backend, core_gb=args.core_gb, time_limit=args.time_limit)
+                    backend=stack.backend, core_gb=args.core_gb, time_limit=args.time_limit, stream=sys.stdout)
     add_rows(out, pair, [row])
     print(f"{row['result']}  {row['model_id']}  on {row['neuron_cores']} core(s)")
     if row.get("notes"): print(f"  {row['notes']}")

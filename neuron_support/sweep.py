@@ -10,7 +10,7 @@ __all__ = ['DECISIONS', 'VISIBLE', 'SLOT_RESOURCE', 'NEFF_BUCKET', 'SWEEP_TAG', 
            'start_ray', 'core_maps', 'run_on_host', 'hub_cache', 'Prefetch', 'cache_folder', 'cache_source',
            'is_bucket', 'sync_folders', 'sync_cache', 'duration', 'Progress', 'say', 'flight', 'result', 'summary',
            'ends_whole', 'sweep_lock', 'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back',
-           'sweep_environment', 'next_runnable', 'run_all', 'environment', 'sweep_demo']
+           'sweep_environment', 'packing_order', 'next_runnable', 'run_all', 'environment', 'sweep_demo']
 
 # %% ../nbs/09_sweep.ipynb #7cccca0d
 import contextlib, fcntl, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
@@ -114,11 +114,9 @@ def finished_row(run_dir, # the run's folder
 # %% ../nbs/09_sweep.ipynb #72b32f14
 def execute_notebook_child():
     "Entry point of a run's child process: execute the notebook described by the JSON in argv[1]."
-    import papermill
+    from neuron_support.script import execute_run_notebook
     spec = json.loads(sys.argv[1])
-    out = Path(spec["run_dir"])
-    papermill.execute_notebook(spec["notebook"], str(out / "run.ipynb"), parameters=spec["parameters"],
-                               cwd=str(out), progress_bar=False, log_output=True, kernel_name=spec.get("kernel"))
+    execute_run_notebook(spec["notebook"], Path(spec["run_dir"]), spec["parameters"], spec.get("kernel"), sys.stdout)  # into sweep.log
 
 def check_template(notebook)->Path:
     "The run notebook, refused when it is missing or has no `parameters` cell (papermill would put the parameters before the defaults)."
@@ -316,7 +314,7 @@ def run_on_host(item:SweepItem, setting:RunSetting, maps:dict)->dict:
     import ray
     cmap = maps.get(ray.get_runtime_context().get_node_id())
     cores = None
-    while cmap is not None and (cores := ray.get(cmap.take.remote(item.model_id, item.cores or 1))) is None: time.sleep(1)
+    while cmap is not None and (cores := ray.get(cmap.take.remote(item.model_id, item.cores or 1))) is None: time.sleep(0.2)
     try: return (setting.execute or execute_run)(item, setting, run_env(os.environ, setting.stack.device, cores, setting.extra))
     finally:
         if cmap is not None: cmap.give.remote(item.model_id)
@@ -483,8 +481,8 @@ def summary(table, # the pair's table (a DataFrame)
 SWEEP_TAG = "NEURON_SUPPORT_SWEEP" # the environment variable that marks every process a sweep starts
 
 WATCHDOG = """import sys
+from neuron_support.standalone import kill_run   # imported first: the kill must not wait for torch to import
 sys.stdin.buffer.read()   # returns when the sweep's end of the pipe closes: when the sweep ends, however it ends
-from neuron_support.standalone import kill_run
 kill_run(sys.argv[1], var=sys.argv[2])
 """
 
@@ -618,7 +616,12 @@ def sweep_environment(env:dict=os.environ)->dict:
     return {k: v for k, v in env.items() if k.startswith(("HF_", "NEURON_SUPPORT_", "TORCH", "NEURON_CC")) and k != "HF_TOKEN"}
 
 # %% ../nbs/09_sweep.ipynb #w9d00001
-def next_runnable(queue:list, # SweepItems not yet started, in list order
+def packing_order(todo:list, # SweepItems to run, in list order
+                 )->list: # the same, the runs on most cores first, in list order among equals
+    "The order runs start in: the largest first, which packs a host's cores far tighter than the list's order."
+    return sorted(todo, key=lambda it: -(it.cores or 1))
+
+def next_runnable(queue:list, # SweepItems not yet started, in packing order
                   warm:set, # groups of which a run has finished
                   flying:set, # groups of the runs in flight
                  )->int|None: # the index in `queue` of the item to start next, None when every item waits for its leader
@@ -644,7 +647,7 @@ def run_all(todo:list, # SweepItems to run, in list order
     task = ray.remote(max_retries=0)(run_task)
     fetch = Prefetch(todo, prefetch_gb, endpoint, progress.say)
     if prefetch_gb > 0: fetch.start()
-    queue, pending, window = list(todo), {}, 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
+    queue, pending, window = packing_order(todo), {}, 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
     warm = set()   # groups whose graphs a finished run has put in the compile cache
     try:
         while queue or pending:

