@@ -109,7 +109,8 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
     timer = threading.Timer(timeout, lambda: standalone.kill_run(tag)); timer.start()
     try:
         for line in p.stdout:
-            lines.append(line.rstrip("\n")); echo(line.rstrip("\n"))
+            lines.append(line.rstrip("\n"))
+            if not parse_outcome(lines[-1:]): echo(lines[-1])  # the outcome's JSON is for the caller, not the reader
         rc = p.wait()
     finally:
         timer.cancel()
