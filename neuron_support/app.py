@@ -4,22 +4,26 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIEWS', 'FIGURE', 'LATEST', 'ALL', 'LIMIT',
-           'HISTORY', 'TITLE', 'SAFE_URL', 'PAGES', 'COLOURS', 'TABS', 'hub_repo', 'pair_files', 'read_pair',
-           'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'Results', 'view_rows',
-           'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row',
-           'text_of', 'check_text', 'notebook_url', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of',
-           'pair_diff', 'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources', 'charts',
-           'model_link', 'choices', 'section_of', 'models_section', 'models_page', 'model_page', 'quiet_gradio',
-           'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'HISTORY', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS',
+           'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb',
+           'display_columns', 'plural', 'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary',
+           'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row', 'text_of', 'check_text',
+           'hub_url', 'notebook_url', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of', 'pair_diff',
+           'diff_note', 'regressions', 'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources',
+           'charts', 'model_link', 'choices', 'section_of', 'models_section', 'models_page', 'script_header',
+           'model_page', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'run_file', 'notebook_page',
+           'quiet_gradio', 'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import os, re, threading, time
+from functools import cache
 from urllib.parse import quote, urlencode
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -123,6 +127,18 @@ def display_columns(df:pd.DataFrame)->pd.DataFrame:
     return pd.DataFrame({"model": df.model_id, "task": df.task.fillna(""), "result": df.result, "cores": cores, "wall s": wall,
                          "peak / capacity GB": mem, "pair": df.pair}, index=df.index)
 
+# %% ../nbs/10_app.ipynb #2a0bbea9
+def plural(n:int, # how many
+           word:str, # the thing counted, singular
+          )->str: # "1 model", "2 models", "1,000 models"
+    "A count and its noun, singular when it is one."
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+def rows_from(df:pd.DataFrame)->str:
+    "The devices (with their backends) the rows were run on, in words: `cpu (aot_eager)`, `neuron`."
+    found = df[["device", "backend"]].fillna("").drop_duplicates().sort_values(["device", "backend"])
+    return ", ".join(f"{d} ({b})" if b and b != d else d or "unknown device" for d, b in found.itertuples(index=False))
+
 # %% ../nbs/10_app.ipynb #93543768
 KEYS = ("model_id", "pair", "task", "runner", "result", "error_signature")
 
@@ -147,6 +163,7 @@ class Results:
         self.by_model = df.groupby("model_id").indices
         self.latest = np.sort(df.sort_values(["tested_at", "pair_index"]).groupby("model_id").tail(1).index.to_numpy())
         self.tasks = sorted(df.task.dropna().unique())
+        self.devices = rows_from(df)  # the heading's "Rows from:" line
         self.runners = sorted(df.runner.dropna().unique())
         self._diffs = {}  # (pair_a, pair_b) -> diff, filled on demand
     @property
@@ -193,7 +210,7 @@ def view_table(self:Results, rows:np.ndarray, # view_rows' answer
 
 def view_summary(rows, limit:int=LIMIT)->str:
     "How many models a view holds, and how many are shown."
-    return f"{len(rows):,} models" + (f" (showing the first {limit:,})" if len(rows) > limit else "")
+    return plural(len(rows), "model") + (f" (showing the first {limit:,})" if len(rows) > limit else "")
 Results.view_table = view_table
 
 # %% ../nbs/10_app.ipynb #f0178a7b
@@ -256,17 +273,23 @@ def check_text(row:pd.Series)->str:
     if text_of(row.english): return f"english (judge): {row.english}"
     return "no output check" if row.result != "EXCLUDED" else "not run"
 
-def notebook_url(source:str, notebook)->str|None:
-    "Where the executed notebook can be opened: on the Hub for an hf:// dataset, the file for a folder."
+def hub_url()->str:
+    "The Hub the data comes from: `HF_ENDPOINT` when set, else huggingface.co."
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+def notebook_url(source:str, notebook, # the row's `notebook`: a path in the dataset
+                 raw:bool=False, # the file itself, to download, instead of the page that shows it
+                )->str|None:
+    "Where the executed notebook can be read: on the Hub for an hf:// dataset; for a folder, the app's page of it (or the file)."
     if not isinstance(notebook, str) or not notebook or ".." in notebook.split("/"): return None
-    if repo := hub_repo(source):
-        return f"{os.environ.get('HF_ENDPOINT', 'https://huggingface.co').rstrip('/')}/datasets/{repo}/blob/main/{notebook}"
-    return f"/files/{quote(notebook)}" if (Path(source) / notebook).is_file() else None
+    if repo := hub_repo(source): return f"{hub_url()}/datasets/{repo}/{'resolve' if raw else 'blob'}/main/{quote(notebook)}"
+    if not (Path(source) / notebook).is_file(): return None
+    return f"/files/{quote(notebook)}" if raw else "/notebook?" + urlencode({"path": notebook})
 Results.model_row = model_row
 
 # %% ../nbs/10_app.ipynb #d2c660c6
 TITLE = "torch-neuronx model support"
-SAFE_URL = re.compile(r"(https?://|/files/)[^\s\"'<>]*")
+SAFE_URL = re.compile(r"(https?://|/files/|/notebook\?)[^\s\"'<>]*")
 
 def result_class(result:str)->str:
     "The CSS class that colours a result: `r-PASS`, `r-FAIL` (every failure class) or `r-EXCLUDED` (the colours are in style.css)."
@@ -278,7 +301,7 @@ def safe_url(url)->bool:
 
 PAGES = Environment(loader=PackageLoader("neuron_support", "templates"), autoescape=select_autoescape(), undefined=StrictUndefined,
                     trim_blocks=True, lstrip_blocks=True)
-PAGES.globals.update(title=TITLE, result_class=result_class, zip=zip)
+PAGES.globals.update(title=TITLE, result_class=result_class, plural=plural, zip=zip)
 PAGES.tests["safe_url"] = safe_url
 
 def render(template:str, # a file in neuron_support/templates/
@@ -290,17 +313,21 @@ def render(template:str, # a file in neuron_support/templates/
 def header_of(model_id:str, row:pd.Series, # the row the page details
               source:str="", # where the tables came from (notebook_url)
              )->dict: # the values of macros.html's model_header
-    "What a model page's heading shows: id, result, pair, task and runner, and the addresses of its notebook and of the model on the Hub."
+    "What a model page's heading shows: id, result, pair, task and runner, and the addresses of its notebook (page and file) and of the model on the Hub."
     return dict(model_id=model_id, result=row.result, pair=row.pair, about=[v for v in (row.task, row.runner) if text_of(v)],
-                notebook=notebook_url(source, row.notebook), hub=f"https://huggingface.co/{model_id}" if REPO.fullmatch(model_id) else None)
+                notebook=notebook_url(source, row.notebook), notebook_file=notebook_url(source, row.notebook, raw=True),
+                hub=f"{hub_url()}/{model_id}" if REPO.fullmatch(model_id) else None)
 
 # %% ../nbs/10_app.ipynb #944d8d3b
+DIFF_NAMES = {"model_id": "model", "change": "change", "result_a": "result before", "result_b": "result after",
+              "error_signature_a": "failure cause before", "error_signature_b": "failure cause after"}
+
 def diff_of(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
-    "publish's `diff` of two pairs' tables, as text for the page."
+    "publish's `diff` of two pairs' tables, as text for the page, its columns named for people."
     for p in (pair_a, pair_b):
         if p not in self.by_pair: raise UsageError(f"pair {p!r} is not in the dataset")
     table = lambda p: self.df.iloc[self.by_pair[p]][COLUMNS]
-    return diff(table(pair_a), table(pair_b)).astype(object).fillna("").astype(str)
+    return diff(table(pair_a), table(pair_b)).astype(object).fillna("").astype(str).rename(columns=DIFF_NAMES)
 
 def pair_diff(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
     "The diff between two pairs, computed once per pair of pairs."
@@ -308,6 +335,17 @@ def pair_diff(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
     return self._diffs[pair_a, pair_b]
 Results.diff_of = diff_of
 Results.pair_diff = pair_diff
+
+# %% ../nbs/10_app.ipynb #fc503357
+def diff_note(self:Results, pair_a:str, pair_b:str)->str:
+    "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, or no change."
+    return render("diff_note.html", pairs=len(self.pairs), example=self.newest, same=pair_a == pair_b,
+                  changed=pair_a != pair_b and len(self.pair_diff(pair_a, pair_b)) > 0)
+
+def regressions(self:Results, pair_a:str, pair_b:str)->tuple: # (table, sentence)
+    "What the Regressions tab shows for two pairs."
+    return self.pair_diff(pair_a, pair_b), self.diff_note(pair_a, pair_b)
+Results.diff_note, Results.regressions = diff_note, regressions
 
 # %% ../nbs/10_app.ipynb #d2a16ff5
 def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each model's newest row
@@ -401,9 +439,18 @@ def models_page(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL,
     "The first page: the views, filters and search, and the table."
     section = self.section_of(view, task, runner, result, pair, q)  # first: a bad filter is a UsageError, not a page
     return render("models.html", **section, view=view, task=task, runner=runner, result=result, pair=pair, q=q,
-                  views=VIEWS, tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS), pairs=[LATEST, *reversed(self.pairs)])
+                  views=VIEWS, tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS), pairs=[LATEST, *reversed(self.pairs)], devices=self.devices)
 
 Results.section_of, Results.models_section, Results.models_page = section_of, models_section, models_page
+
+# %% ../nbs/10_app.ipynb #236da93e
+def script_header(run_py:str)->str:
+    "A run.py's header: its leading comment lines (those above `PLAN = `), without the `#!` line."
+    head = []
+    for line in run_py.splitlines():
+        if not line.startswith("#"): break
+        if not line.startswith("#!"): head.append(line)
+    return "\n".join(head)
 
 # %% ../nbs/10_app.ipynb #2899357c
 def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status, html)
@@ -411,12 +458,51 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
     row = self.model_row(model_id, pair or None)
     if row is None:
         return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and model_id in self.by_model else None,
-                           search=urlencode({"q": model_id}))
+                           search=urlencode({"q": model_id}), devices=self.devices)
     hist = self.history(model_id)
     details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error))]
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
-                       pair_links=[model_link(model_id, p) for p in hist.pair], details=details, run_py=text_of(row.run_py))
+                       pair_links=[model_link(model_id, p) for p in hist.pair], details=details, run_py=text_of(row.run_py),
+                       run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 Results.model_page = model_page
+
+# %% ../nbs/10_app.ipynb #609cfc9c
+NOTEBOOK_TAGS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "br", "hr", "thead", "tbody", "th"]   # besides nbconvert's
+DROPPED = re.compile(r"<(script|style)\b.*?</\1\s*>", re.I | re.S)
+
+def clean_notebook_html(html:str)->str:
+    "nbconvert's `clean_html` (bleach), with headings, paragraphs and table heads allowed, and style and script blocks dropped."
+    import bleach
+    from nbconvert.filters.strings import _get_default_css_sanitizer
+    return bleach.clean(DROPPED.sub("", str(html)), tags=[*bleach.ALLOWED_TAGS, "div", "pre", "code", "span", "table", "tr", "td", *NOTEBOOK_TAGS],
+                        attributes={**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"]}, css_sanitizer=_get_default_css_sanitizer())
+
+@cache
+def notebook_exporter()->"nbconvert.HTMLExporter":
+    "nbconvert's HTML exporter: the cells alone (`basic`), sanitized; built once."
+    from nbconvert import HTMLExporter
+    return HTMLExporter(template_name="basic", sanitize_html=True, filters={"clean_html": clean_notebook_html})
+
+def notebook_html(text:str)->Markup|None: # the cells as HTML, safe to put in a page; None if it is not a notebook
+    "An executed notebook's JSON as sanitized HTML."
+    import nbformat
+    try: nb = nbformat.reads(text, as_version=4)
+    except Exception: return None
+    return Markup(notebook_exporter().from_notebook_node(nb)[0])
+
+# %% ../nbs/10_app.ipynb #6fd84c0d
+def run_file(self:Results, path:str)->Path|None:
+    "A file under the local dataset's `runs/` folder, or None (a Hub dataset, a path that leaves `runs/`, no such file)."
+    if hub_repo(self.source) is not None: return None
+    f = (Path(self.source) / path).resolve()
+    return f if f.is_relative_to((Path(self.source) / "runs").resolve()) and f.is_file() else None
+
+def notebook_page(self:Results, path:str)->tuple: # (status, html)
+    "An executed notebook of the dataset as a page, and 404 when there is no such notebook."
+    f = self.run_file(path) if path.endswith(".ipynb") else None
+    body = notebook_html(f.read_text(errors="replace")) if f else None
+    return (404 if body is None else 200), render("notebook.html", path=path, body=body, raw=notebook_url(self.source, path, raw=True), devices=self.devices)
+Results.run_file, Results.notebook_page = run_file, notebook_page
 
 # %% ../nbs/10_app.ipynb #4d848903
 def quiet_gradio():
@@ -432,12 +518,13 @@ def compiler_view(self:Results)->"gr.Blocks":
     "The Gradio page of regressions, failure causes and charts."
     gr = quiet_gradio()
     with gr.Blocks(title=f"Regressions, failure causes and charts · {TITLE}", analytics_enabled=False) as app:
-        gr.HTML(render("compiler_header.html"))   # HTML, not Markdown: Gradio opens Markdown links in a new tab
+        gr.HTML(render("compiler_header.html", devices=self.devices))   # HTML, not Markdown: Gradio opens Markdown links in a new tab
         with gr.Tabs(selected="diff") as tabs:
             with gr.Tab("Regressions", id="diff"):
                 with gr.Row():
                     a = gr.Dropdown(self.pairs[::-1], value=self.pairs[-2] if len(self.pairs) > 1 else self.newest, label="From pair", elem_id="pair-a")
                     b = gr.Dropdown(self.pairs[::-1], value=self.newest, label="To pair", elem_id="pair-b")
+                note = gr.HTML(self.diff_note(a.value, b.value), elem_id="diff-note")
                 diffs = gr.Dataframe(self.pair_diff(a.value, b.value)[:0], datatype="str", interactive=False, wrap=True, elem_id="diff")
             with gr.Tab("Failure causes", id="failures") as failures_tab:
                 fpair = gr.Dropdown([LATEST, *reversed(self.pairs)], value=LATEST, label="Pair", elem_id="failure-pair")
@@ -448,14 +535,14 @@ def compiler_view(self:Results)->"gr.Blocks":
                 gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
                 cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
         quiet = dict(show_progress="hidden", queue=False)
-        gr.on([a.change, b.change], self.pair_diff, [a, b], diffs, **quiet)
+        gr.on([a.change, b.change], self.regressions, [a, b], [diffs, note], **quiet)
         gr.on([failures_tab.select, fpair.change], self.failure_causes, fpair, causes, **quiet)
         charts_tab.select(self.charts, None, [chart_results, chart_resources], **quiet)
         def opened(a_, b_, request: gr.Request):
             tab = request.query_params.get("tab") if request else None   # none: leave the tab alone, the user may have clicked one
-            return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), self.pair_diff(a_, b_), self.failure_causes() if tab == "failures" else gr.skip(),
+            return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), *self.regressions(a_, b_), self.failure_causes() if tab == "failures" else gr.skip(),
                     *(self.charts() if tab == "charts" else (gr.skip(), gr.skip())))
-        app.load(opened, [a, b], [tabs, diffs, causes, chart_results, chart_resources], **quiet)
+        app.load(opened, [a, b], [tabs, diffs, note, causes, chart_results, chart_resources], **quiet)
     return app
 Results.compiler_view = compiler_view
 
@@ -501,7 +588,7 @@ def web_app(self:Results)->"fastapi.FastAPI":
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     def answer(respond):   # respond() -> (status, html)
         try: status, text = respond()
-        except UsageError as e: status, text = 400, render("bad_request.html", error=str(e))
+        except UsageError as e: status, text = 400, render("bad_request.html", error=str(e), devices=self.devices)
         return HTMLResponse(text, status)
 
     @app.get("/")
@@ -516,12 +603,15 @@ def web_app(self:Results)->"fastapi.FastAPI":
     @app.get("/model")
     def model(id:str="", pair:str=""): return answer(lambda: self.model_page(id.strip(), pair or None))
 
+    @app.get("/notebook")
+    def notebook(path:str=""):
+        page = answer(lambda: self.notebook_page(path))
+        page.headers["Content-Security-Policy"] = "script-src 'none'; object-src 'none'; base-uri 'none'"   # the notebook is untrusted
+        return page
+
     @app.get("/files/{path:path}")
     def files(path:str):
-        if hub_repo(self.source) is None:
-            runs = (Path(self.source) / "runs").resolve()
-            f = (Path(self.source) / path).resolve()
-            if f.is_relative_to(runs) and f.is_file(): return FileResponse(f, filename=f.name)
+        if f := self.run_file(path): return FileResponse(f, filename=f.name)
         return Response("not found", 404, media_type="text/plain")
 
     gr = quiet_gradio()
@@ -555,7 +645,7 @@ def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAM
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(port or os.environ.get("GRADIO_SERVER_PORT", 7860))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-    print(f"neuron-support app: {len(results.df):,} rows, {len(results.pairs)} pairs, loaded in {time.perf_counter() - t0:.1f} s; "
+    print(f"neuron-support app: {plural(len(results.df), 'row')}, {plural(len(results.pairs), 'pair')}, loaded in {time.perf_counter() - t0:.1f} s; "
           f"serving http://{host}:{port}/", flush=True)
     if block: return server.run()
     threading.Thread(target=server.run, daemon=True).start()

@@ -1,18 +1,20 @@
 """The lookup app in a real browser: Debian's Chromium driven by Playwright, against the app started as a child
 process on 127.0.0.1, serving a dataset published to the local Hub and read back through hf://datasets/...
+(and a second app over a local folder of one CPU pair, with an executed notebook: the notebook's page, and the
+compiler view's sentence when there is nothing to compare).
 
 The dataset uses the local Hub's model ids (tests/conftest.py), so that the app's Downloads and Trending views are
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
 script: they must show as text, and the script must never run.
 """
-import os, re, shutil, socket, subprocess, sys, time, urllib.request
+import json, os, re, shutil, socket, subprocess, sys, time, urllib.parse, urllib.request
 from urllib.parse import urlparse
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from neuron_support.app import HOSTILE_NOTE, demo_rows
+from neuron_support.app import HOSTILE_NOTE, demo_rows, script_header
 from neuron_support.publish import empty_table, merge, table_path, write_table
 
 CHROMIUM = "/usr/bin/chromium"
@@ -68,12 +70,11 @@ def dataset(hub, tmp_path_factory):
     return rows
 
 
-@pytest.fixture(scope="module")
-def app_url(dataset, hub):
-    "The app, a child process serving hf://datasets/REPO from the local Hub."
+def serve(data: str):
+    "The app, a child process serving `data` on 127.0.0.1; yields its address, and stops it."
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"}
-    code = f"from neuron_support.app import serve_app; serve_app('hf://datasets/{REPO}', port={port}, host='127.0.0.1')"
+    code = f"from neuron_support.app import serve_app; serve_app({data!r}, port={port}, host='127.0.0.1')"
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url, deadline = f"http://127.0.0.1:{port}/", time.monotonic() + 180
     try:
@@ -90,6 +91,35 @@ def app_url(dataset, hub):
         proc.terminate()
         try: proc.wait(10)
         except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+
+
+@pytest.fixture(scope="module")
+def app_url(dataset, hub):
+    "The app, a child process serving hf://datasets/REPO from the local Hub."
+    yield from serve(f"hf://datasets/{REPO}")
+
+
+CPU_PAIR = "cpu-aot_eager-torch2.13.0/transformers-5.24.0"
+ONE_MODEL = f"{ORG}/tiny-llama-a"
+
+
+@pytest.fixture(scope="module")
+def folder_app_url(hub, tmp_path_factory):
+    "The app over a local folder: one CPU pair, and the executed notebook of one model, hostile content included."
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+    folder = tmp_path_factory.mktemp("one-pair")
+    rows = demo_rows(CPU_PAIR, "2025-07-01T10:00:00Z", {ONE_MODEL: "PASS", f"{ORG}/tiny-bert": "FAIL(gen)"}, ranks=(ONE_MODEL,))
+    write_table(merge(empty_table(), rows), table_path(folder, CPU_PAIR))
+    nb = new_notebook(cells=[new_markdown_cell("# One run\n\nThe run of the model. " + HOSTILE_NOTE),
+                             new_code_cell("print(outcome)", outputs=[
+                                 new_output("stream", name="stdout", text="PASS " + HOSTILE_NOTE),
+                                 new_output("display_data", data={"text/html": HOSTILE_NOTE, "text/plain": "x"}),
+                                 new_output("display_data", data={"application/javascript": "window.__pwned = 4"})])])
+    path = folder / rows[0]["notebook"]
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, path)
+    yield from serve(str(folder))
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +203,7 @@ def test_main_view_shows_the_selection_in_rank_order(page):
     assert column(page, "result") == ["PASS", "PASS", "FAIL(gen)", "FAIL(forward)"]
     assert set(column(page, "pair")) == {PAIRS[-1]}
     assert page.locator("#models p").first.inner_text() == "4 models: 2 PASS, 1 FAIL(gen), 1 FAIL(forward)"
+    assert page.locator("#devices").inner_text() == "Rows from: neuron"   # the three pairs are neuronxcc ones
     DOCS.mkdir(exist_ok=True)
     page.screenshot(path=str(DOCS / "app-main.png"), full_page=True)
 
@@ -196,20 +227,20 @@ def test_filters_narrow_the_view(page, dataset):
     page.select_option("#view", "Downloads")
     wait_count(page, "8 models")
     page.select_option("#task", "fill-mask")
-    wait_count(page, "1 models")
+    wait_count(page, "1 model")
     assert column(page, "model") == [f"{ORG}/tiny-bert"]
     page.select_option("#task", "all")
     page.select_option("#result", "FAIL(gen)")
     wait_count(page, "3 models")
     assert set(column(page, "result")) == {"FAIL(gen)"}
     page.select_option("#pair", PAIRS[0])
-    wait_count(page, "1 models")
+    wait_count(page, "1 model")
     assert column(page, "model") == [f"{ORG}/tiny-llama-d"] and column(page, "pair") == [PAIRS[0]]
     page.select_option("#result", "all")
     page.select_option("#runner", "run_encoder")
     encoders = [m for (p, m), r in dataset.items() if p == PAIRS[0] and r["runner"] == "run_encoder"]
-    wait_column(page, "model", sorted(encoders))   # one encoder: the count is again "1 models"
-    wait_count(page, f"{len(encoders)} models")
+    wait_column(page, "model", sorted(encoders))   # one encoder: the count is again "1 model"
+    wait_count(page, f"{len(encoders)} model" + ("" if len(encoders) == 1 else "s"))
     assert column(page, "model") == sorted(encoders) and encoders
 
 
@@ -232,7 +263,7 @@ def test_search_open_a_model_and_copy_its_script(page, dataset):
     page.locator("#search").fill("LLAMA-B")
     wait_count(page, "0 models")   # the Selected view does not hold it ...
     page.select_option("#view", "Downloads")
-    wait_count(page, "1 models")   # ... the Downloads view does
+    wait_count(page, "1 model")   # ... the Downloads view does
     page.locator("#models-table a").get_by_text(model, exact=True).click()
     header = page.locator("#model-header")
     header.get_by_text(model, exact=True).wait_for()
@@ -243,10 +274,19 @@ def test_search_open_a_model_and_copy_its_script(page, dataset):
     assert page.locator("#error").text_content() == row["error"]
     link = page.locator("#model-header a", has_text="executed notebook")
     assert link.get_attribute("href").endswith(f"/datasets/{REPO}/blob/main/{row['notebook']}")
-    assert page.locator("#run-py").text_content() == row["run_py"]
+    assert page.locator("#model-header a", has_text="download .ipynb").get_attribute("href").endswith(
+        f"/datasets/{REPO}/resolve/main/{row['notebook']}")
+    # the Hub the data came from (the local one), not huggingface.co
+    assert page.locator("#model-header a", has_text="model on the Hub").get_attribute("href") == f"{os.environ['HF_ENDPOINT']}/{model}"
+    # run.py is folded to its header; Copy copies the whole script all the same
+    assert page.locator("#run-py-header").inner_text() == script_header(row["run_py"]) != ""
+    assert not page.locator("#run-py").is_visible() and page.locator("#run-py").text_content() == row["run_py"]
     page.locator("#copy").click()
     page.wait_for_function("t => navigator.clipboard.readText().then(c => c === t)", arg=row["run_py"], timeout=5_000)
     page.screenshot(path=str(DOCS / "app-model.png"), full_page=True)
+    page.locator("#run-py-fold summary").click()   # a click opens the whole script
+    page.locator("#run-py").wait_for(state="visible")
+    assert not page.locator("#run-py-header").is_visible()
     # an older pair's details: a PASS, so no error
     page.locator("#history a").get_by_text(PAIRS[0], exact=True).click()
     page.locator("#model-header code").get_by_text(PAIRS[0]).wait_for()
@@ -257,7 +297,7 @@ def test_search_open_a_model_and_copy_its_script(page, dataset):
 def test_a_result_pressed_after_typing_opens(page):
     "A press on a result takes the focus from the search box, which fires `change` again: the table must stay put."
     page.locator("#search").fill("llama-c")
-    wait_count(page, "1 models")
+    wait_count(page, "1 model")
     page.locator("#models-table a").get_by_text(f"{ORG}/tiny-llama-c", exact=True).hover()
     page.mouse.down(); page.wait_for_timeout(300); page.mouse.up()   # a person's press, not an instant one
     page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-c", exact=True).wait_for(timeout=10_000)
@@ -278,7 +318,7 @@ def test_a_model_opens_from_its_address(browser, app_url):
 def test_html_and_scripts_in_the_data_stay_text(page, app_url):
     # a model id with a script, in the table
     page.locator("#search").fill("evil")
-    wait_count(page, "1 models")
+    wait_count(page, "1 model")
     evil = cell(page, EVIL)
     assert evil.count() == 1
     assert page.locator("#models-table script, #models-table img").count() == 0
@@ -306,9 +346,11 @@ def test_html_and_scripts_in_the_data_stay_text(page, app_url):
 def test_regressions_and_charts(page, app_url):
     page.get_by_role("link", name="Regressions, failure causes and charts").click()
     grid_cell(page, f"{ORG}/tiny-llama-b", "#diff").wait_for()
-    changes = dict(zip(grid_column(page, "model_id", "#diff"), grid_column(page, "change", "#diff")))
+    changes = dict(zip(grid_column(page, "model", "#diff"), grid_column(page, "change", "#diff")))
     assert changes == {f"{ORG}/tiny-llama-b": "regressed", f"{ORG}/tiny-bert": "regressed", EVIL: "regressed",
                        f"{ORG}/tiny-llama-e": "fixed"}
+    assert grid_column(page, "result before", "#diff")[0] == "PASS" and grid_column(page, "failure cause after", "#diff")[0] != ""
+    assert page.locator("#diff-note").inner_text().strip() == ""   # changes to show: no sentence
     page.get_by_role("tab", name="Charts").click()
     for chart in ("#chart-results", "#chart-resources"):
         img = page.locator(f"{chart} img").first
@@ -323,6 +365,49 @@ def test_regressions_and_charts(page, app_url):
     page.get_by_role("link", name="Models").click()   # and back, in the same tab
     cell(page, SELECTION[0]).wait_for()
     assert urlparse(page.url).path == "/"
+
+
+def folder_page(browser, url: str):
+    "A page of the folder app, recording dialogs and requests that leave 127.0.0.1, as `page` does."
+    pg = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    pg.dialogs, pg.outside = [], []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else pg.outside.append(r.url))
+    pg.goto(url)
+    return pg
+
+
+def test_one_pair_explains_the_empty_diff(browser, folder_app_url):
+    pg = folder_page(browser, folder_app_url + "compiler/")
+    note = pg.locator("#diff-note")
+    note.get_by_text("A diff compares two pairs", exact=False).wait_for(timeout=30_000)
+    assert "holds 1 pair so far" in note.inner_text() and "A pair is one compiler version with one library version" in note.inner_text()
+    assert pg.locator("#devices").inner_text() == "Rows from: cpu (aot_eager)"
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_the_executed_notebook_opens_as_a_page(browser, folder_app_url):
+    pg = folder_page(browser, folder_app_url + "model?" + urllib.parse.urlencode({"id": ONE_MODEL}))
+    pg.locator("#model-header").get_by_text(ONE_MODEL, exact=True).wait_for(timeout=30_000)
+    assert pg.locator("#devices").inner_text() == "Rows from: cpu (aot_eager)"
+    raw = pg.locator("#model-header a", has_text="download .ipynb").get_attribute("href")
+    pg.locator("#model-header a", has_text="executed notebook").click()   # the app's own page, in the same tab
+    pg.wait_for_url("**/notebook?path=*")
+    pg.locator("#notebook h1").get_by_text("One run").wait_for()
+    assert "The run of the model." in pg.locator("#notebook").inner_text()
+    # the notebook's HTML is sanitized: its script, image and JavaScript output are gone or text
+    assert pg.locator("#notebook script, #notebook img, #notebook [onerror]").count() == 0
+    assert 'onerror="window.__pwned = 2"' in pg.locator("#notebook").inner_text()
+    assert pg.locator("#notebook b").first.inner_text() == "bold?"
+    assert pg.locator("#notebook-path a").get_attribute("href") == raw
+    pg.wait_for_timeout(500)
+    clean(pg)
+    assert pg.outside == []
+    with urllib.request.urlopen(folder_app_url.rstrip("/") + raw) as r:   # the file itself, to download
+        assert "attachment" in r.headers["Content-Disposition"] and json.loads(r.read())["cells"][0]["cell_type"] == "markdown"
+    pg.context.close()
 
 
 def test_gradios_front_end_is_served_compressed_and_kept(app_url):
