@@ -31,7 +31,7 @@ import uvicorn
 from huggingface_hub import HfFileSystem, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from .stack import UsageError
+from .stack import UsageError, check_port
 from .publish import (RESULTS, PAIR, CHANGES, change, diff, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, merge, empty_table, REPO, COLUMNS)
 
@@ -640,10 +640,10 @@ def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAM
              ):
     "Load the dataset once and serve the lookup app."
     t0 = time.perf_counter()
+    host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    port = check_port(host, int(port or os.environ.get("GRADIO_SERVER_PORT", 7860)))   # a busy port is one line, before any loading
     results = load_results(data, popularity)
     app = results.web_app()
-    host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
-    port = int(port or os.environ.get("GRADIO_SERVER_PORT", 7860))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     print(f"neuron-support app: {plural(len(results.df), 'row')}, {plural(len(results.pairs), 'pair')}, loaded in {time.perf_counter() - t0:.1f} s; "
           f"serving http://{host}:{port}/", flush=True)

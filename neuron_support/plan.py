@@ -6,10 +6,10 @@
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
            'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe', 'parallel_plans',
            'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files', 'pickle_weight_bytes',
-           'cores_needed', 'fit_reasoning', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'hub_pickle_bytes',
-           'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes', 'find_checkpoint',
-           'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'check_cores',
-           'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
+           'cores_needed', 'fit_reasoning', 'Checkpoint', 'gated', 'hub_checkpoint', 'info_checkpoint',
+           'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
+           'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
+           'check_cores', 'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -136,14 +136,17 @@ class Checkpoint:
     parameters: dict = field(default_factory=dict) # {dtype: count} from the safetensors metadata
     pickle_bytes: int = 0 # total size of its pytorch_model*.bin files, when it has no safetensors
 
+def gated(model_id:str)->str:
+    "What to say of a gated model this process may not read."
+    need = "the token in HF_TOKEN may not read it" if get_token() else "set HF_TOKEN to a token that may read it"
+    return f"model {model_id!r} is gated: {need}"
+
 def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->Checkpoint:
     "Resolve a Hub repo to its commit, task, files, and safetensors parameter counts or pickle size."
     api = api or HfApi()
     try: info = api.model_info(model_id, revision=revision, expand=["sha", "pipeline_tag", "siblings", "safetensors"])
     except RevisionNotFoundError: raise UsageError(f"revision {revision!r} does not exist for model {model_id!r}") from None
-    except GatedRepoError:
-        need = "the token in HF_TOKEN may not read it" if get_token() else "set HF_TOKEN to a token that may read it"
-        raise UsageError(f"model {model_id!r} is gated: {need}") from None
+    except GatedRepoError: raise UsageError(gated(model_id)) from None
     except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
     return info_checkpoint(info, api, model_id)
 
@@ -302,8 +305,10 @@ def make_plan(model_id:str, # Hub id or local folder
     "Everything a run needs to know, from the checkpoint's metadata alone."
     if not model_id or not str(model_id).strip(): raise UsageError("empty model id")
     if cores: check_cores(cores, max_cores)  # before any request: a wrong number is the user's, whatever the model
-    ck = find_checkpoint(model_id, revision)
-    return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb, max_new_tokens, prompt, min_new_tokens)
+    try:
+        ck = find_checkpoint(model_id, revision)
+        return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb, max_new_tokens, prompt, min_new_tokens)
+    except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not
 
 def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
                     config:dict, # its config.json

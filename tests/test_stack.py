@@ -1,6 +1,8 @@
 "The `neuron-support` command as a user runs it: a real process, its output and its exit status."
 import json, os, subprocess, sys
 
+import pytest
+
 
 def neuron_support(*args, env=None):
     return subprocess.run(["neuron-support", *args], capture_output=True, text=True,
@@ -66,3 +68,42 @@ def test_the_xla_torch_neuronx_is_said_plainly(tmp_path):
     out = neuron_support("stack", env=env)
     assert out.returncode == 2 and "torch-neuronx 2.9.0.2.10.0 is the XLA-based one" in out.stderr, out.stderr
     assert neuron_support("stack", "--device", "cpu", env=env).returncode == 0
+
+
+BAD_INPUTS = [
+    (["run", "/etc/hostname"], "is a file"),
+    (["run", "org/tiny llama"], "neither a local folder nor a Hub model id"),
+    (["run", "org/../x"], "neither a local folder nor a Hub model id"),
+    (["publish", "--repo", "../etc", "--dry-run"], "not a repo id"),
+    (["run", "org/x", "--cores", "3"], "--cores must be a power of two"),
+    (["run", "org/x", "--cores", "-1"], "--cores must be a power of two"),
+    (["run", "org/x", "--cores", "32"], "--cores must be a power of two"),
+    (["run", "org/x", "--time-limit", "-5"], "--time-limit must be positive"),
+    (["run", "org/x", "--core-gb", "0"], "--core-gb must be positive"),
+    (["sweep", "--out", "FILE"], "is a file"),
+    (["run", "org/x", "--out", "FILE"], "is a file"),
+    (["hub", "serve", "--port", "BUSY"], "is in use"),
+    (["app", "--data", "DATA", "--port", "BUSY"], "is in use"),
+]
+
+
+@pytest.mark.parametrize("args, says", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, says):
+    "Issue 15: each user mistake is one line on stderr, exit 2, and no row anywhere."
+    import socket
+    (tmp_path / "FILE").write_text("not a folder")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0)); busy.listen()
+        args = [{"FILE": str(tmp_path / "FILE"), "BUSY": str(busy.getsockname()[1]), "DATA": str(tmp_path)}.get(a, a) for a in args]
+        out = subprocess.run(["neuron-support", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                             env={**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"})   # nothing listens there: no Hub is needed to refuse
+    assert out.returncode == 2 and says in out.stderr and out.stderr.count("\n") == 1, out.stderr[-2000:]
+    assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("result.json"))
+
+
+def test_a_gated_model_without_a_token_says_so(hub, tmp_path):
+    from conftest import ORG
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    out = subprocess.run(["neuron-support", "run", f"{ORG}/gated-llama", "--out", str(tmp_path)], capture_output=True, text=True,
+                         timeout=300, env={**env, "HF_HOME": str(tmp_path / "hf")})
+    assert out.returncode == 2 and "is gated: set HF_TOKEN" in out.stderr and out.stderr.count("\n") == 1, out.stderr
