@@ -624,10 +624,9 @@ def packing_order(todo:list, # SweepItems to run, in list order
 def next_runnable(queue:list, # SweepItems not yet started, in packing order
                   warm:set, # groups of which a run has finished
                   flying:set, # groups of the runs in flight
-                  fits=lambda it: True, # whether an item's cores are free now
-                 )->int|None: # the index in `queue` of the item to start next, None when none can start now
-    "The first item that fits and whose group is warm, or has no run in flight: a group's first run leads, the others wait for it."
-    return next((k for k, it in enumerate(queue) if fits(it) and (it.group is None or it.group in warm or it.group not in flying)), None)
+                 )->int|None: # the index in `queue` of the item to start next, None when every item waits for its leader
+    "The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it."
+    return next((k for k, it in enumerate(queue) if it.group is None or it.group in warm or it.group not in flying), None)
 
 # %% ../nbs/09_sweep.ipynb #w9a00018
 def run_all(todo:list, # SweepItems to run, in list order
@@ -648,14 +647,12 @@ def run_all(todo:list, # SweepItems to run, in list order
     task = ray.remote(max_retries=0)(run_task)
     fetch = Prefetch(todo, prefetch_gb, endpoint, progress.say)
     if prefetch_gb > 0: fetch.start()
-    total = sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
-    need = lambda it: min(it.cores or 1, capacity)
+    window = 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
     queue, pending, warm, shown = packing_order(todo), {}, set(), 0.0   # warm: groups whose graphs a finished run has put in the compile cache
     try:
         while queue or pending:
-            free = total - sum(need(it) for it, _ in pending.values())   # a run starts when its cores are free: the order is ours, not Ray's
-            while queue and (k := next_runnable(queue, warm, {it.group for it, _ in pending.values()}, lambda it: need(it) <= free)) is not None:
-                it = queue.pop(k); free -= need(it)
+            while queue and len(pending) < window and (k := next_runnable(queue, warm, {it.group for it, _ in pending.values()})) is not None:
+                it = queue.pop(k)
                 ref = task.options(**ray_request(stack.device, it.cores, capacity)).remote(it, setting, maps)
                 pending[ref] = (it, time.time())
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
