@@ -1,5 +1,5 @@
 # The two commands of a new user, on a bare machine: `make demo` sweeps the demo catalog, `make test` runs the tests.
-# Each makes its own environment first (.venv, beside the checkout's installed packages where there are some), installs
+# Each makes its own environment first (.venv), installs
 # what it needs in order (the CPU torch before anything that asks for torch: any other torch spec downloads a CUDA build
 # of several GB), and runs.
 VENV   ?= .venv
@@ -18,7 +18,7 @@ test: $(VENV)/.dev browser
 env: $(VENV)/.dev
 
 $(VENV)/.venv:
-	$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	touch $@
 
 $(VENV)/.demo: $(VENV)/.venv pyproject.toml
