@@ -514,10 +514,17 @@ def sweep_lock(out_dir)->Path: # yields the lock file
         yield path
 
 # %% ../nbs/09_sweep.ipynb #2e58e476
-def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None)->tuple: # (SweepItems, {model_id: rank})
-    "The sweep list of the select module, as SweepItems, and the selection."
+def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None,
+                 time_limit:float|None=None, parameters:dict|None=None, # what the runs' notebooks get, so that run.py is theirs
+                )->tuple: # (SweepItems, {model_id: rank})
+    "The sweep list of the select module, as SweepItems, and the selection; a skip compares the script the runs would render."
     from neuron_support.select import sweep_list
-    got = sweep_list(stack=stack, data_dir=out_dir, max_runs=max_runs, endpoint=endpoint)
+    from neuron_support.script import render_run_py, DEFAULT_TIME_LIMIT
+    from neuron_support.standalone import JUDGE_MODEL
+    p = parameters or {}
+    render = lambda plan, stack, packages: render_run_py(plan, stack, list(packages), time_limit or DEFAULT_TIME_LIMIT,
+                                                         p.get("perturb", ""), p.get("judge_model") or JUDGE_MODEL)
+    got = sweep_list(stack=stack, data_dir=out_dir, max_runs=max_runs, endpoint=endpoint, render=render)
     return [sweep_item(c) for c in got.items], got.selection
 
 def collect(out_dir, pair:str, rows:list, selection:dict):
@@ -559,7 +566,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         log = Progress(0, stream).say
         if j is None:
             got, selection = ((list(items), {}) if items is not None
-                              else select_items(stack, out_dir, None if only else max_runs, endpoint))
+                              else select_items(stack, out_dir, None if only else max_runs, endpoint, time_limit, parameters))
             selection = selection or {i.model_id: i.selection_rank for i in got if i.selection_rank}
             if only is not None: got = [i for i in got if i.model_id in set(only)]
             j = write_journal(jpath, take_runs(got, max_runs), selection)
