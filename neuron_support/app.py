@@ -32,7 +32,7 @@ from huggingface_hub import HfFileSystem, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from .stack import UsageError, check_port
-from .publish import (RESULTS, PAIR, CHANGES, change, diff, read_table, validate, synthetic_row, frame, write_table,
+from .publish import (RESULTS, PAIR, diff, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, merge, empty_table, REPO, COLUMNS)
 
 # %% ../nbs/10_app.ipynb #70da224d
