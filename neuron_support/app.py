@@ -8,11 +8,12 @@ __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIE
            'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb',
            'display_columns', 'plural', 'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary',
            'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row', 'text_of', 'check_text',
-           'hub_url', 'notebook_url', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of', 'pair_diff',
-           'diff_note', 'regressions', 'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources',
-           'charts', 'model_link', 'choices', 'section_of', 'models_section', 'models_page', 'script_header',
-           'model_page', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'run_file', 'notebook_page',
-           'quiet_gradio', 'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'result_class', 'safe_url', 'render',
+           'header_of', 'diff_of', 'pair_diff', 'diff_note', 'regressions', 'failure_causes', 'cache_by_pair',
+           'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices', 'section_of', 'models_section',
+           'models_page', 'script_header', 'model_page', 'clean_notebook_html', 'notebook_exporter', 'notebook_html',
+           'run_file', 'notebook_page', 'quiet_gradio', 'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity',
+           'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import os, re, threading, time
@@ -32,7 +33,7 @@ from huggingface_hub import HfFileSystem, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from .stack import UsageError, check_port
-from .publish import (RESULTS, PAIR, diff, read_table, validate, synthetic_row, frame, write_table,
+from .publish import (RESULTS, PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, merge, empty_table, REPO, COLUMNS)
 
 # %% ../nbs/10_app.ipynb #70da224d
@@ -140,7 +141,7 @@ def rows_from(df:pd.DataFrame)->str:
     return ", ".join(f"{d} ({b})" if b and b != d else d or "unknown device" for d, b in found.itertuples(index=False))
 
 # %% ../nbs/10_app.ipynb #93543768
-KEYS = ("model_id", "pair", "task", "runner", "result", "error_signature")
+KEYS = ("model_id", "pair", "task", "runner", "result", "error_signature", "cpu_eager")
 
 class Results:
     "Every pair's rows, with the indexes the app answers from."
@@ -287,6 +288,17 @@ def notebook_url(source:str, notebook, # the row's `notebook`: a path in the dat
     return f"/files/{quote(notebook)}" if raw else "/notebook?" + urlencode({"path": notebook})
 Results.model_row = model_row
 
+def cpu_eager_text(row:pd.Series)->str:
+    "Whose failure a FAIL is, in words, from `cpu_eager`; empty where it was not asked."
+    c = text_of(row.cpu_eager)
+    if not c: return ""
+    return "runs: the failure is the device's or the compiler's" if c == "ok" else f"fails too, so the failure is the model's, transformers' or the settings': {c}"
+
+def graph_breaks_text(row:pd.Series)->str:
+    "How many graph breaks the run compiled with, and the first; empty when the graph was whole or nothing compiled."
+    n = row.graph_breaks
+    return "" if pd.isna(n) or n == 0 else f"{plural(int(n), 'break')}, the first at {text_of(row.graph_break)}"
+
 # %% ../nbs/10_app.ipynb #d2c660c6
 TITLE = "torch-neuronx model support"
 SAFE_URL = re.compile(r"(https?://|/files/|/notebook\?)[^\s\"'<>]*")
@@ -320,42 +332,46 @@ def header_of(model_id:str, row:pd.Series, # the row the page details
 
 # %% ../nbs/10_app.ipynb #944d8d3b
 DIFF_NAMES = {"model_id": "model", "change": "change", "result_a": "result before", "result_b": "result after",
-              "error_signature_a": "failure cause before", "error_signature_b": "failure cause after"}
+              "error_signature_a": "failure cause before", "error_signature_b": "failure cause after",
+              "cpu_eager_a": "CPU eagerly before", "cpu_eager_b": "CPU eagerly after"}
 
-def diff_of(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
+def diff_of(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
     "publish's `diff` of two pairs' tables, as text for the page, its columns named for people."
     for p in (pair_a, pair_b):
         if p not in self.by_pair: raise UsageError(f"pair {p!r} is not in the dataset")
     table = lambda p: self.df.iloc[self.by_pair[p]][COLUMNS]
-    return diff(table(pair_a), table(pair_b)).astype(object).fillna("").astype(str).rename(columns=DIFF_NAMES)
+    return diff(table(pair_a), table(pair_b), device_only).astype(object).fillna("").astype(str).rename(columns=DIFF_NAMES)
 
-def pair_diff(self:Results, pair_a:str, pair_b:str)->pd.DataFrame:
-    "The diff between two pairs, computed once per pair of pairs."
-    if (pair_a, pair_b) not in self._diffs: self._diffs[pair_a, pair_b] = self.diff_of(pair_a, pair_b)
-    return self._diffs[pair_a, pair_b]
+def pair_diff(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
+    "The diff between two pairs, computed once per pair of pairs (and view)."
+    key = pair_a, pair_b, bool(device_only)
+    if key not in self._diffs: self._diffs[key] = self.diff_of(*key)
+    return self._diffs[key]
 Results.diff_of = diff_of
 Results.pair_diff = pair_diff
 
 # %% ../nbs/10_app.ipynb #fc503357
-def diff_note(self:Results, pair_a:str, pair_b:str)->str:
+def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str:
     "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, or no change."
     return render("diff_note.html", pairs=len(self.pairs), example=self.newest, same=pair_a == pair_b,
-                  changed=pair_a != pair_b and len(self.pair_diff(pair_a, pair_b)) > 0)
+                  changed=pair_a != pair_b and len(self.pair_diff(pair_a, pair_b, device_only)) > 0)
 
-def regressions(self:Results, pair_a:str, pair_b:str)->tuple: # (table, sentence)
+def regressions(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->tuple: # (table, sentence)
     "What the Regressions tab shows for two pairs."
-    return self.pair_diff(pair_a, pair_b), self.diff_note(pair_a, pair_b)
+    return self.pair_diff(pair_a, pair_b, device_only), self.diff_note(pair_a, pair_b, device_only)
 Results.diff_note, Results.regressions = diff_note, regressions
 
 # %% ../nbs/10_app.ipynb #d2a16ff5
 def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each model's newest row
+                   device_only:bool=False, # leave out the failures the CPU has too (publish.device_side)
                    shown:int=5, # model ids listed per cause
                   )->pd.DataFrame: # one row per error_signature, most common first
     "The failures grouped by cause, with the models they hit."
     ix = self.latest if pair == LATEST else self.by_pair[pair]
     groups = {}
-    for m, r, s in zip(self.col["model_id"][ix], self.col["result"][ix], self.col["error_signature"][ix]):
-        if r.startswith("FAIL"): groups.setdefault(s if isinstance(s, str) and s else f"(no signature: {r})", []).append((m, r))
+    for m, r, s, c in zip(*(self.col[k][ix] for k in ("model_id", "result", "error_signature", "cpu_eager"))):
+        if r.startswith("FAIL") and (not device_only or device_side(r, c)):
+            groups.setdefault(s if isinstance(s, str) and s else f"(no signature: {r})", []).append((m, r))
     out = []
     for s, hits in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
         ms = sorted(m for m, _ in hits)
@@ -460,7 +476,8 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
         return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and model_id in self.by_model else None,
                            search=urlencode({"q": model_id}), devices=self.devices)
     hist = self.history(model_id)
-    details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error))]
+    details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
+               ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], details=details, run_py=text_of(row.run_py),
                        run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
@@ -519,6 +536,7 @@ def compiler_view(self:Results)->"gr.Blocks":
     gr = quiet_gradio()
     with gr.Blocks(title=f"Regressions, failure causes and charts · {TITLE}", analytics_enabled=False) as app:
         gr.HTML(render("compiler_header.html", devices=self.devices))   # HTML, not Markdown: Gradio opens Markdown links in a new tab
+        only = gr.Checkbox(False, label="Only failures the CPU does not have: the device's or the compiler's (cpu_eager)", elem_id="device-only")
         with gr.Tabs(selected="diff") as tabs:
             with gr.Tab("Regressions", id="diff"):
                 with gr.Row():
@@ -535,8 +553,8 @@ def compiler_view(self:Results)->"gr.Blocks":
                 gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
                 cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
         quiet = dict(show_progress="hidden", queue=False)
-        gr.on([a.change, b.change], self.regressions, [a, b], [diffs, note], **quiet)
-        gr.on([failures_tab.select, fpair.change], self.failure_causes, fpair, causes, **quiet)
+        gr.on([a.change, b.change, only.change], self.regressions, [a, b, only], [diffs, note], **quiet)
+        gr.on([failures_tab.select, fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)
         charts_tab.select(self.charts, None, [chart_results, chart_resources], **quiet)
         def opened(a_, b_, request: gr.Request):
             tab = request.query_params.get("tab") if request else None   # none: leave the tab alone, the user may have clicked one

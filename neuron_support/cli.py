@@ -93,7 +93,7 @@ def cmd_publish(args):
 def cmd_diff(args):
     "Print the regressions, fixes and changed failures between two pairs."
     from neuron_support.publish import diff_pairs, diff_json, format_diff
-    d = diff_pairs(args.data, args.pair_a, args.pair_b)
+    d = diff_pairs(args.data, args.pair_a, args.pair_b, args.device_only)
     print(diff_json(d) if args.json else format_diff(d))
 
 # %% ../nbs/11_cli.ipynb #012fd7cd
@@ -164,6 +164,7 @@ def build_parser()->argparse.ArgumentParser:
     p.add_argument("pair_a", metavar="PAIR_A", help="e.g. neuronxcc-2.21.0/transformers-5.24.0")
     p.add_argument("pair_b", metavar="PAIR_B")
     p.add_argument("--data", default="out", help="the dataset folder, holding data/ (default: out)")
+    p.add_argument("--device-only", action="store_true", help="leave out failures the CPU has too (cpu_eager): the compiler team's view")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_diff)
 

@@ -9,8 +9,8 @@ __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'RESULTS', 'KINDS
            'table_path', 'notebook_path', 'pairs', 'write_table', 'table_bytes', 'read_table', 'latest', 'merge',
            'add_rows', 'check_rows', 'result_counts', 'example_model', 'render_card', 'read_tables', 'dataset_files',
            'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'changes', 'check_repo', 'remote_head',
-           'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'diff',
-           'diff_pairs', 'clip', 'format_diff', 'diff_json']
+           'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'device_side',
+           'diff', 'diff_pairs', 'clip', 'format_diff', 'diff_json']
 
 # %% ../nbs/08_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -44,7 +44,8 @@ OUR_COLUMNS = [
     pa.field("backend", pa.string()), pa.field("compile_s", pa.float64()), pa.field("tokens_per_s", pa.float64()),
     pa.field("error_signature", pa.string()), pa.field("notebook", pa.string()), pa.field("check", pa.string()),
     pa.field("reference_cached", pa.bool_()), pa.field("graphs", pa.int64()), pa.field("graphs_cached", pa.int64()),
-    pa.field("hbm_reserved_gb", pa.float64())]
+    pa.field("hbm_reserved_gb", pa.float64()), pa.field("cpu_eager", pa.string()), pa.field("graph_breaks", pa.int64()),
+    pa.field("graph_break", pa.string())]
 SCHEMA = pa.schema(CARD_COLUMNS + OUR_COLUMNS)
 COLUMNS = SCHEMA.names
 RESULTS = ("PASS", "FAIL(load)", "FAIL(gen)", "FAIL(forward)", "FAIL(output)", "FAIL(other)", "EXCLUDED")
@@ -415,24 +416,31 @@ def change(a, b)->str|None:
     if a == "PASS": return "regressed"
     return "fixed" if b == "PASS" else "failure changed"
 
+def device_side(result, cpu_eager)->bool:
+    "Whether a result can be the device's failure, or is no failure: not a FAIL whose call the CPU failed too (`cpu_eager` a signature)."
+    return not (isinstance(result, str) and result.startswith("FAIL") and isinstance(cpu_eager, str) and cpu_eager not in ("", "ok"))
+
 def diff(table_a:pd.DataFrame, # the first pair's table (say, the older compiler)
          table_b:pd.DataFrame, # the second pair's table
-        )->pd.DataFrame: # one row per model that changed: model_id, change, results and error signatures in a and b
+         device_only:bool=False, # leave out the changes to or from a failure that the CPU has too (the model's, not the device's)
+        )->pd.DataFrame: # one row per model that changed: model_id, change, results, error signatures and cpu_eager in a and b
     "The models whose result differs between two tables, regressions first."
     tested = lambda t: validate(t)[lambda x: x.result != "EXCLUDED"].set_index("model_id")
     a, b = tested(table_a), tested(table_b)
     rows = []
     for m in sorted(set(a.index) | set(b.index)):
         ra, rb = (t.result.get(m) for t in (a, b))
-        if c := change(ra, rb):
-            rows.append(dict(model_id=m, change=c, result_a=ra, result_b=rb,
-                             error_signature_a=a.error_signature.get(m), error_signature_b=b.error_signature.get(m)))
-    df = pd.DataFrame(rows, columns=["model_id", "change", "result_a", "result_b", "error_signature_a", "error_signature_b"])
+        ca, cb = (t.cpu_eager.get(m) for t in (a, b))
+        if (c := change(ra, rb)) and (not device_only or (device_side(ra, ca) and device_side(rb, cb))):
+            rows.append(dict(model_id=m, change=c, result_a=ra, result_b=rb, error_signature_a=a.error_signature.get(m),
+                             error_signature_b=b.error_signature.get(m), cpu_eager_a=ca, cpu_eager_b=cb))
+    df = pd.DataFrame(rows, columns=["model_id", "change", "result_a", "result_b", "error_signature_a", "error_signature_b",
+                                     "cpu_eager_a", "cpu_eager_b"])
     return df.sort_values(["change", "model_id"], key=lambda s: s.map(CHANGES.index) if s.name == "change" else s, ignore_index=True)
 
-def diff_pairs(data_dir, pair_a:str, pair_b:str)->pd.DataFrame:
+def diff_pairs(data_dir, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
     "`diff` of two pairs' tables in the dataset folder."
-    return diff(*(read_table(table_path(data_dir, p)) for p in (pair_a, pair_b)))
+    return diff(*(read_table(table_path(data_dir, p)) for p in (pair_a, pair_b)), device_only)
 
 # %% ../nbs/08_publish.ipynb #271579a9
 def clip(s, n:int=60)->str:

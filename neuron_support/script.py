@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['DEFAULT_TIME_LIMIT', 'EXPLANATORY', 'FACT_LINES', 'CHECK_ALLOWANCE', 'PROTECTED', 'QUIET_KERNEL', 'plan_dict',
            'render_header', 'module_text', 'render_run_py', 'Prose', 'script_identity', 'parse_outcome',
-           'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'run_notebook_path',
+           'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'cpu_eager_column', 'run_notebook_path',
            'execute_run_notebook', 'run_model']
 
 # %% ../nbs/06_script.ipynb #56dec127
@@ -13,7 +13,7 @@ import ast, hashlib, json, os, pprint, re, signal, subprocess, sys, sysconfig, t
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now
 from .plan import Plan, make_plan, plan_record
-from .publish import table_row
+from .publish import table_row, error_signature
 from . import standalone
 
 # %% ../nbs/06_script.ipynb #8621d5a1
@@ -173,7 +173,14 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      hbm_capacity_gb=plan.capacity_gb, tested_at=tested_at, run_py=run_py, revision=plan.revision, task=plan.task,
                      compile_s=o.get("compile_s"), tokens_per_s=o.get("tokens_per_s"), notebook=notebook,
                      check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
-                     graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"))
+                     graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"),
+                     cpu_eager=cpu_eager_column(o.get("cpu_eager"), plan.model_id), graph_breaks=o.get("graph_breaks"),
+                     graph_break=o.get("graph_break") or None)
+
+def cpu_eager_column(cpu_eager:str|None, # run.py's: "ok", the CPU's error, or empty
+                     model_id:str)->str|None:
+    "The `cpu_eager` column: `ok`, or the CPU's error as a signature (so that failures of one cause group), or empty."
+    return None if not cpu_eager else "ok" if cpu_eager == "ok" else error_signature(cpu_eager, model_id)
 
 # %% ../nbs/06_script.ipynb #374292f3
 def run_notebook_path()->Path:

@@ -327,6 +327,7 @@ def sweep_list(stack=None, # the stack (detected when None)
                selection_size:int=SELECTION_SIZE, # models in the selection
                max_cores:int=MAX_CORES, # the card's limit
                render=default_render, # render(plan, stack, packages) -> the would-be run.py
+               progress=None, # progress(candidate) after each model is decided: the list can take minutes to build
               )->SweepList:
     "The sweep's list: each model with its ranks, its decision and why, until `max_runs` are to run."
     stack = stack or detect_stack()
@@ -343,6 +344,7 @@ def sweep_list(stack=None, # the stack (detected when None)
             c = Candidate(m, info.pipeline_tag, {n: r[m] for n, r in rankings.rank.items() if m in r}, pos + 1, srank, revision=info.sha)
             with hub_errors(api.endpoint): out.items.append(decide(info, c, stack, last.get(m), token, max_cores, api, render))
             runs += c.decision == "run"
+            if progress: progress(out.items[-1])
     out.requests = len(sent)
     return out
 

@@ -75,7 +75,8 @@ def test_the_schema_is_the_cards_columns_then_ours():
                             "library_version", "transformers", "accelerate", "torch_neuronx", "torch", "nki", "python",
                             "neuron_driver", "tested_at", "run_py"]
     assert COLUMNS[25:] == ["revision", "task", "device", "backend", "compile_s", "tokens_per_s", "error_signature", "notebook",
-                            "check", "reference_cached", "graphs", "graphs_cached", "hbm_reserved_gb"]
+                            "check", "reference_cached", "graphs", "graphs_cached", "hbm_reserved_gb", "cpu_eager",
+                            "graph_breaks", "graph_break"]
     assert SCHEMA.field("tested_at").type.tz == "UTC"
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psutil, pytest, torch
 from safetensors.torch import load_file
-from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, T5GemmaConfig,
-                          T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
+from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, MambaConfig, MambaForCausalLM,
+                          T5GemmaConfig, T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
 
 from neuron_support import standalone
 from neuron_support.standalone import free_port
@@ -156,6 +156,63 @@ def test_forward_that_raises_is_fail_gen_and_fail_forward(local_models, tmp_path
     row = papermill(tmp_path / "fwd", str(local_models / "forward-raises"))
     check_row(row)
     assert row["runner"] == "run_encoder" and row["result"] == "FAIL(forward)" and "index" in row["error"].lower(), row["error"]
+
+
+def test_transformers_own_failure_has_the_cpus_error_in_cpu_eager(local_models, tmp_path):
+    # gen-raises fails eagerly too (its tokenizer's ids pass its embedding table): the failure is the checkpoint's
+    row = papermill(tmp_path / "gen", str(local_models / "gen-raises"))
+    assert row["result"] == "FAIL(gen)" and row["cpu_eager"].startswith("IndexError: index out of range"), row["cpu_eager"]
+    assert row["cpu_eager"] == row["error_signature"] and row["graph_breaks"] is None
+
+
+@pytest.fixture(scope="session")
+def custom_models(tmp_path_factory) -> tuple:
+    "Checkpoints of the model classes of tests/custom_models.py, and the environment whose processes know those classes."
+    root = tmp_path_factory.mktemp("custom")
+    (root / "site").mkdir()
+    (root / "site" / "sitecustomize.py").write_text("import custom_models\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(root / "site"), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    sys.path.insert(0, str(REPO / "tests"))
+    import custom_models
+    tok = wordpiece()
+    cfg = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+    torch.manual_seed(0)
+    for name, cls, config in (("graph-break", custom_models.GraphBreakLlamaForCausalLM, custom_models.GraphBreakConfig),
+                              ("compiled-only", custom_models.CompiledOnlyLlamaForCausalLM, custom_models.CompiledOnlyConfig)):
+        cls(config(**cfg)).to(torch.bfloat16).save_pretrained(root / name)
+        tok.save_pretrained(root / name)
+    return root, env
+
+
+def test_a_graph_break_is_compiled_with_breaks_and_named(custom_models, tmp_path):
+    root, env = custom_models
+    row = papermill(tmp_path / "gb", str(root / "graph-break"), env=env, min_new_tokens=8)
+    line = next(i for i, l in enumerate((REPO / "tests" / "custom_models.py").read_text().splitlines(), 1) if "# GRAPH BREAK" in l)
+    assert row["result"] == "PASS" and row["cpu_match"][0] in "Y~", row  # random weights: a near-tie is possible
+    assert row["graph_breaks"] == 1 and row["graph_break"].startswith(f"{REPO / 'tests' / 'custom_models.py'}:{line}: Data-dependent branching")
+    assert row["cpu_eager"] is None
+
+
+def test_a_failure_of_the_compiled_call_only_is_ok_on_the_cpu(custom_models, tmp_path):
+    root, env = custom_models
+    row = papermill(tmp_path / "co", str(root / "compiled-only"), env=env)
+    assert row["result"] == "FAIL(gen)" and "reshape" in row["error"] and row["cpu_eager"] == "ok", row
+    assert row["graph_break"] is None
+
+
+def test_a_state_space_model_runs_with_the_closest_settings(tmp_path):
+    tok = wordpiece()
+    torch.manual_seed(0)
+    MambaForCausalLM(MambaConfig(hidden_size=32, num_hidden_layers=2, vocab_size=len(tok), state_size=8, pad_token_id=tok.pad_token_id,
+                                 bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)).to(torch.bfloat16).save_pretrained(tmp_path / "mamba")
+    tok.save_pretrained(tmp_path / "mamba")
+    row = papermill(tmp_path / "run", str(tmp_path / "mamba"), min_new_tokens=8)
+    assert row["result"] == "PASS" and row["cpu_match"][0] in "Y~", row
+    assert row["notes"].startswith("(a static cache, the prompt in one prefill: transformers refuses the card's for this model)")
+    assert "num_attention_heads" not in (row["error"] or "") and row["cpu_eager"] is None
+    # the script that ran is the script of the row: the same PLAN, the ladder inside it
+    assert (tmp_path / "run" / "run.py").read_text() == row["run_py"]
 
 
 def test_time_limit_is_fail_other_and_kills_the_ranks(local_models, tmp_path):
