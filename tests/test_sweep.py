@@ -6,7 +6,7 @@ hangs with rank processes in their own sessions, or installs a package for its r
 so that a test can count how many times each model ran. The demo test at the end runs the real run notebook on the
 real demo catalog.
 """
-import contextlib, json, os, shutil, signal, subprocess, sys, textwrap, time, zipfile
+import contextlib, json, os, re, shutil, signal, subprocess, sys, textwrap, time, zipfile
 from pathlib import Path
 
 import nbformat, pandas as pd, psutil, pytest
@@ -344,6 +344,13 @@ def test_each_sweep_goes_further_down_the_list(tmp_path):
             p = sweep_process(out, endpoint, home, max_runs)
             after = run_times(out)
             runs.append({m for m, t in after.items() if before.get(m) != t and m != "neuron-support-demo/tiny-llama-gptq"})
+            if max_runs and not runs[1:]:   # the first sweep talks as it goes (issue 16): the list as it is built, then the runs
+                lines = p.stderr.splitlines()
+                first = next(i for i, l in enumerate(lines) if " list 1: " in l)
+                assert "listing the most used models" in lines[first - 1] and "[1/2 to run]" in p.stderr, p.stderr[-2000:]
+                assert first < next(i for i, l in enumerate(lines) if "starting Ray" in l)
+                # the time left is known from the plans' sizes before any run has ended
+                assert "ETA ?" not in p.stderr and re.search(r"PASS +\S+ in \d+s  \[1/2, ETA \d+", p.stderr), p.stderr[-2000:]
         assert len(runs[0]) == 2 and len(runs[1]) == 2 and not runs[0] & runs[1], runs   # 4 distinct models
         assert runs[2] == set(), runs
         assert "4 models skipped: run.py unchanged" in p.stderr and "no model to run" in p.stderr, p.stderr[-2000:]
