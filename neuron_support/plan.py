@@ -55,7 +55,8 @@ def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
-    if config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+    decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
+    if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
         return "run_seq2seq", "AutoModelForSeq2SeqLM"
     if mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and "vision_config" in config:
         return "run_multimodal", "AutoModelForImageTextToText"
