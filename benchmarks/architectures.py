@@ -32,7 +32,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the checkpoints are local folders; nothing is downloaded
 
 RUNNER_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # what --runner picks: the class an architecture is enumerated for
-COLUMNS = ("model_type", "architecture", "group", "runner", "result", "cpu_eager", "graph_breaks", "error_signature", "notes",
+COLUMNS = ("model_type", "architecture", "group", "runner", "result", "cpu_eager", "settings", "graph_breaks", "graph_break", "error_signature", "notes",
            "wall_s", "build_s", "params", "backend", "tested_at")
 BUILD_VERSION = "2" # bump when the tiny configs change: the checkpoints are rebuilt
 MAX_PARAMS = 30_000_000 # a "tiny" checkpoint above this was not made tiny (a size key this script does not know)
@@ -264,12 +264,23 @@ def measure(group:str, model_type:str, arch:str, root:Path, stack, a)->dict:
         outcome, plan = {"result": "FAIL(plan)", "notes": msg.splitlines()[0][:200], "error": msg + "\n" + traceback.format_exc()}, None
     error = outcome.get("error") or ""
     return {**row, "runner": plan.runner if plan else "", "result": outcome["result"], "wall_s": round(time.time() - t, 1),
-            "cpu_eager": outcome.get("cpu_eager") or "", "graph_breaks": "" if outcome.get("graph_breaks") is None else outcome["graph_breaks"],
+            "cpu_eager": outcome.get("cpu_eager") or "", "settings": outcome.get("settings") or "",
+            "graph_breaks": "" if outcome.get("graph_breaks") is None else outcome["graph_breaks"], "graph_break": outcome.get("graph_break") or "",
             "error_signature": error_signature(error, str(folder)) if error else "", "notes": (outcome.get("notes") or "")[:200]}
 
+def settings_of(r:dict)->str:
+    "The settings a row's run took: its `settings`, or (a row of an older table) what its notes say."
+    if r.get("settings"): return r["settings"]
+    return "one prefill" if str(r.get("notes", "")).startswith("(a static cache, the prompt in one prefill") else "card"
+
 def harness_failures(rows:list, device:str)->list:
-    "FAIL rows whose CPU eager run was fine while no device was involved: the harness's own failures (none expected on the CPU)."
-    return [r for r in rows if device == "cpu" and r["result"].startswith("FAIL") and str(r.get("cpu_eager", "")).lower().startswith("ok")]
+    "FAIL rows whose CPU eager run was fine with the card's settings while no device was involved: the harness's own (none expected on the CPU)."
+    return [r for r in rows if device == "cpu" and r["result"].startswith("FAIL") and str(r.get("cpu_eager", "")).lower().startswith("ok")
+            and settings_of(r) == "card"]
+
+def closest_settings_failures(rows:list)->list:
+    "FAIL rows that ran with the closest settings the CPU accepted (transformers refused the card's) and still failed compiled."
+    return [r for r in rows if r["result"].startswith("FAIL") and settings_of(r) != "card"]
 
 def summary(rows:list, device:str)->str:
     "Counts by runner and result, the skips, the harness failures, and the commonest error signatures."
@@ -288,6 +299,9 @@ def summary(rows:list, device:str)->str:
     hf = harness_failures(rows, device)
     out.append(f"\nharness failures (FAIL while cpu_eager is ok, device {device}): {len(hf)}")
     out += [f"  {r['model_type']} {r['architecture']} {r['result']}: {r['error_signature'][:150]}" for r in hf]
+    cs = closest_settings_failures(rows)
+    out.append(f"\nfailures with the closest settings (transformers refused the card's on the CPU; compiled, they fail): {len(cs)}")
+    out += [f"  {r['model_type']} {r['architecture']} {r['result']}: {r['error_signature'][:150]}" for r in cs]
     sigs = Counter((r["result"], r["error_signature"][:160]) for r in rows if r["result"].startswith("FAIL"))
     out.append("\nerror signatures, commonest first:")
     out += [f"  {n:3d}  {res}  {sig}" for (res, sig), n in sigs.most_common()]
