@@ -191,8 +191,9 @@ def fixed_shape_sequences(out, # generate's output as a dict (return_dict_in_gen
     cache = out.past_key_values
     own = cache.self_attention_cache if isinstance(cache, transformers.EncoderDecoderCache) else cache
     if not isinstance(own, transformers.StaticCache):
-        raise ValueError(f"{type(model).__name__} keeps a cache of its own ({type(own).__name__}) in place of a static cache: "
-                         "its shapes change at every step, so no settings keep them fixed")
+        kept = "no cache (each step runs the whole sequence)" if own is None else f"a cache of its own ({type(own).__name__})"
+        raise ValueError(f"{type(model).__name__} keeps {kept} in place of a static cache: its shapes change at every step, "
+                         "so no settings keep them fixed")
     return out.sequences
 
 def whole_layer(layer, n:int):
@@ -587,9 +588,10 @@ def whose_failure(plan:dict, path:str, deadline:float,
     say(f"the CPU fails too ({cpu['result']}: {first_line(failure_message(cpu), 120)})")
     if cpu["result"] == "FAIL(gen)":
         for s in list(SETTINGS)[1:]:
-            if eager_attempt(plan, path, deadline, s)["result"] == "PASS":
+            if (closer := eager_attempt(plan, path, deadline, s))["result"] == "PASS":
                 say(f"the CPU refuses the card's settings and takes {SETTINGS[s]}: running that on the device")
                 return {**device_attempt({**plan, "settings": s}, path, deadline), "settings": s, "cpu_eager": "ok"}
+            say(f"the CPU refuses {SETTINGS[s]} too ({first_line(failure_message(closer), 160)})")
     return {**first, "settings": "card", "cpu_eager": failure_message(cpu)}
 
 # %% ../nbs/04_runners.ipynb #b99b5e84
