@@ -168,7 +168,8 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path):
 def dataset(tmp_path):
     "A dataset folder with two Neuron pairs and a CPU pair, and the executed notebooks of the runs."
     add_rows(tmp_path, NEURON_A, rows_for(DEMO_IDS, pair=NEURON_A), selection={m: i + 1 for i, m in enumerate(DEMO_IDS)})
-    add_rows(tmp_path, NEURON_B, rows_for(DEMO_IDS[:6], pair=NEURON_B) + [synthetic_row("demo/tiny-bart", "FAIL(load)", pair=NEURON_B)],
+    add_rows(tmp_path, NEURON_B, rows_for(DEMO_IDS[:6], pair=NEURON_B) + [synthetic_row("demo/tiny-bart", "FAIL(load)", pair=NEURON_B),
+             synthetic_row("demo/tiny-device-fail", "FAIL(gen)", pair=NEURON_B, cpu_eager="ok")],
              selection={m: i + 1 for i, m in enumerate(DEMO_IDS[:6])})
     add_rows(tmp_path, PAIR, rows_for(DEMO_IDS[:2]))
     for pair, t in read_tables(tmp_path).items():
@@ -201,7 +202,7 @@ def test_the_card_renders_the_pairs_and_their_counts(tmp_path):
         counts = read_table(table_path(tmp_path, pair)).result.value_counts()
         assert {r: int(cells[r]) for r in RESULTS} == {r: int(counts.get(r, 0)) for r in RESULTS}
         assert int(cells["models"]) == counts.sum()
-    assert "| `neuronxcc-2.21.33363.0` | [`transformers-5.24.0`](data/neuronxcc-2.21.33363.0/transformers-5.24.0.parquet) | 7 | 6 | 1 | 0 | 0 | 0 | 0 | 0 |" in card
+    assert "| `neuronxcc-2.21.33363.0` | [`transformers-5.24.0`](data/neuronxcc-2.21.33363.0/transformers-5.24.0.parquet) | 8 | 6 | 1 | 1 | 0 | 0 | 0 | 0 |" in card
     for r in RESULTS: assert f"| `{r}` |" in section(card, "What is tested")
 
 
@@ -297,11 +298,15 @@ def test_published_rows_read_back_the_same(hub_for_cards, tmp_path, monkeypatch)
     card = Path(hf_hub_download(repo, "README.md", repo_type="dataset")).read_text()
     assert not (data / "README.md").exists()   # the folder is left as it was
     [query] = code_blocks(section(card, "Querying"), "python")
-    *setup, last = query.strip().splitlines()
+    lines = query.strip().splitlines()
+    at = next(i for i, l in enumerate(lines) if "model_id ==" in l)
+    setup, last, device_failures = lines[:at], lines[at], lines[-1]
     scope = {}
     exec("\n".join(setup), scope)
     got = eval(last, scope)
     df = local_tables(data)
+    # the device's failures: the one whose call the CPU runs eagerly, not the one with no CPU verdict
+    assert eval(device_failures, scope).model_id.tolist() == ["demo/tiny-device-fail"]
     model = re.search(r'model_id == "([^"]+)"', last)[1]
     want = df[df.model_id == model][["neuronx_cc", "library", "library_version", "neuron_cores", "result"]]
     assert len(want) == 3
