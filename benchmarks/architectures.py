@@ -62,6 +62,7 @@ OVERRIDES = {
     "jamba": dict(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, use_mamba_kernels=False),
     "mamba2": dict(num_heads=8, head_dim=16, n_groups=1, expand=2),
     "bamba": dict(attn_layer_indices=[1]),  # its defaults have no attention layer, which generate refuses; its checkpoints have some
+    "granitemoehybrid": dict(layer_types=["linear_attention", "full_attention"]),  # the same: real Granite 4 hybrids mix both
 }
 
 

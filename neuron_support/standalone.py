@@ -101,19 +101,23 @@ def compiled_graphs(backend:str, # the compile backend
     if backend == "neuron" and cache_before is not None: return graphs, max(graphs - (compile_cache_entries() - cache_before), 0)
     return graphs, None
 
-DYNAMO_REFUSALS = ("Unsupported", "UserError", "GuardOnDataDependentSymNode") # what dynamo raises when it cannot trace one whole graph
+DYNAMO_REFUSALS = ("Unsupported", "UserError", "GuardOnDataDependentSymNode", "PendingUnbackedSymbolNotFound",
+                   "DataDependentOutputException") # what dynamo raises when it cannot trace one whole graph (the last two inside its internal error)
 
 def graph_break_reason(e:BaseException)->str|None: # "file:line: what dynamo said", or None when `e` is not such a refusal
     "Where and why dynamo refused to trace the whole graph (`fullgraph=True`): the user code's line and dynamo's first line."
-    if not any(c.__name__ in DYNAMO_REFUSALS for c in type(e).__mro__): return None
+    named = any(c.__name__ in DYNAMO_REFUSALS for c in type(e).__mro__)
+    if not named and not (type(e).__name__ == "InternalTorchDynamoError" and str(e).startswith(DYNAMO_REFUSALS)): return None
     frame = (getattr(e, "real_stack", None) or [None])[-1]
-    where = f"{re.sub(r'.*/(site|dist)-packages/', '', frame.filename)}:{frame.lineno}: " if frame else ""
+    user = re.findall(r'File "([^"]+)", line (\d+)', str(e).split("from user code:")[-1]) if "from user code:" in str(e) else []
+    at = (frame.filename, frame.lineno) if frame else user[-1] if user else None  # the user code's innermost line
+    where = f"{re.sub(r'.*/(site|dist)-packages/', '', at[0])}:{at[1]}: " if at else ""
     return where + first_line(str(e), 160)
 
 def graph_breaks()->int:
     "How many distinct places dynamo broke the graph at in this process (with graph breaks allowed): each is a reason of its own."
     from torch._dynamo.utils import counters
-    return len(counters["unimplemented"])
+    return len(set(counters["unimplemented"]) | set(counters["graph_break"]))  # a break is counted in one or the other
 
 def compile_cache_entries()->int:
     "How many compiled graphs the NEFF cache holds ($TORCH_NEURONX_NEFF_CACHE_DIR, default /tmp/neff_cache)."
