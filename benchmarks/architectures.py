@@ -321,6 +321,8 @@ def main(argv=None):
     ap.add_argument("--table", type=Path, default=None, help="the CSV (default: benchmarks/results/architectures-<pair>.csv)")
     ap.add_argument("--list", action="store_true", help="print the architectures by runner class and stop")
     ap.add_argument("--summary", action="store_true", help="print the table's summary and stop")
+    ap.add_argument("--merge", type=Path, nargs="+", default=[], metavar="CSV",
+                    help="fold these tables (parts run at once with --table, reruns) into the table, the later row of an architecture winning, and stop")
     a = ap.parse_args(argv)
     groups = [g for g in a.runner.split(",") if g]
     if bad := set(groups) - set(RUNNER_GROUPS): ap.error(f"unknown runner class {', '.join(sorted(bad))}")
@@ -337,6 +339,9 @@ def main(argv=None):
     stack = detect_stack(a.device, a.backend)
     table = a.table or Path(__file__).parent / "results" / f"architectures-{pair_key(stack).replace('/', '-')}.csv"
     rows = read_table(table)
+    if a.merge:
+        for part in a.merge: rows.update(read_table(part))
+        return write_table(table, rows)
     if a.summary: return print(f"{table}: {len(rows)} rows\n" + summary(list(rows.values()), stack.device))
     root = demo_dir().parent / "architectures"
     pending = [t for t in todo if a.redo or (t[1], t[2]) not in rows]

@@ -203,10 +203,10 @@ def fixed_shape_sequences(out, # generate's output as a dict (return_dict_in_gen
     cache = out.past_key_values
     own = cache.self_attention_cache if isinstance(cache, transformers.EncoderDecoderCache) else cache
     if not isinstance(own, transformers.StaticCache) or not cache_written(own):
-        kept = ("no cache (each step runs the whole sequence)" if own is None or isinstance(own, transformers.StaticCache)
-                else f"a cache of its own ({type(own).__name__})")
-        raise ValueError(f"{type(model).__name__} keeps {kept} in place of a static cache: its shapes change at every step, "
-                         "so no settings keep them fixed")
+        kept = ("left the static cache empty" if isinstance(own, transformers.StaticCache) else "returned no cache" if own is None
+                else f"kept a cache of its own ({type(own).__name__})")
+        raise ValueError(f"{type(model).__name__} {kept}: it does not take the static cache generate gives it, "
+                         "so these settings do not fix its shapes")
     return out.sequences
 
 def whole_layer(layer, n:int):
