@@ -509,10 +509,11 @@ Progress.flight = flight
 def result(self:Progress, row:dict, here:bool=True): # here: the run ended in this process, not before a restart
     "Count a row."
     m = row["model_id"]
-    self.counts[row["result"]] += 1; self.flying.pop(m, None); self.done.add(m)
+    started = self.flying.pop(m, None)
+    self.counts[row["result"]] += 1; self.done.add(m)
     if here and row["result"] != "EXCLUDED":
-        self.finished_here += 1
-        if row.get("wall_s") is not None: self.walls[m] = row["wall_s"]
+        self.finished_here += 1   # how long it held its cores, as seen here (the notebook's start included), else the run's own time
+        if started or row.get("wall_s") is not None: self.walls[m] = self.clock() - started[1] if started else row["wall_s"]
     if row["result"] != "EXCLUDED" or not self.live:
         wall = f" in {duration(row['wall_s'])}" if row.get("wall_s") is not None else ""
         self.say(f"{row['result']:<13} {m}{wall}  [{self.runs_done}/{self.total}, ETA {self.eta()}]")
