@@ -271,8 +271,9 @@ def measure(group:str, model_type:str, arch:str, root:Path, stack, a)->dict:
 
 def settings_of(r:dict)->str:
     "The settings a row's run took: its `settings`, or (a row of an older table) what its notes say."
+    from neuron_support.standalone import SETTINGS
     if r.get("settings"): return r["settings"]
-    return "one prefill" if str(r.get("notes", "")).startswith("(a static cache, the prompt in one prefill") else "card"
+    return next((k for k, v in SETTINGS.items() if k != "card" and str(r.get("notes", "")).startswith(f"({v}:")), "card")
 
 def harness_failures(rows:list, device:str)->list:
     "FAIL rows whose CPU eager run was fine with the card's settings while no device was involved: the harness's own (none expected on the CPU)."

@@ -647,16 +647,16 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         collect(out_dir, pair, list(done.values()), selection)
         progress = Progress(len(runs), stream, plans={i.model_id: run_estimate(i, stack.device) for i in runs if i.weight_bytes is not None},
                             slots=host_slots(stack, slots))
-        for r in excluded: progress.result(r, here=False)
-        for r in done.values(): progress.result(r, here=False)
-        todo = [i for i in runs if i.model_id not in done]
-        if todo: warm_cache(stack, cache_from, progress.say)
-        setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {}, sweep_environment())
-        try:
+        try:   # every line of the runs goes through the display, which is left as it last was at the end
+            for r in excluded: progress.result(r, here=False)
+            for r in done.values(): progress.result(r, here=False)
+            todo = [i for i in runs if i.model_id not in done]
+            if todo: warm_cache(stack, cache_from, progress.say)
+            setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {}, sweep_environment())
             if todo: run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress)
+            write_journal(jpath, acts, selection, done=True, created=created)
+            if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
         finally: progress.close()
-        write_journal(jpath, acts, selection, done=True, created=created)
-        if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
         path = table_path(out_dir, pair)
         if path.exists(): print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
         return path
