@@ -4,16 +4,16 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIEWS', 'FIGURE', 'LATEST', 'ALL', 'LIMIT',
-           'HISTORY', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS',
-           'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb',
-           'display_columns', 'plural', 'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary',
-           'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'model_row', 'text_of', 'check_text',
-           'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'result_class', 'safe_url', 'render',
-           'header_of', 'diff_of', 'pair_diff', 'diff_note', 'regressions', 'failure_causes', 'cache_by_pair',
-           'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices', 'section_of', 'models_section',
-           'models_page', 'script_header', 'model_page', 'clean_notebook_html', 'notebook_exporter', 'notebook_html',
-           'run_file', 'notebook_page', 'quiet_gradio', 'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity',
-           'load_results', 'serve_app']
+           'HISTORY', 'BY_LIBRARY', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED',
+           'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order',
+           'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary',
+           'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'by_library', 'model_row', 'text_of',
+           'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'result_class', 'safe_url',
+           'render', 'header_of', 'diff_of', 'pair_diff', 'across_libraries', 'diff_note', 'regressions', 'diff_start',
+           'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices',
+           'section_of', 'models_section', 'models_page', 'script_header', 'model_page', 'clean_notebook_html',
+           'notebook_exporter', 'notebook_html', 'run_file', 'notebook_page', 'quiet_gradio', 'compiler_view',
+           'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import os, re, threading, time
@@ -141,7 +141,7 @@ def rows_from(df:pd.DataFrame)->str:
     return ", ".join(f"{d} ({b})" if b and b != d else d or "unknown device" for d, b in found.itertuples(index=False))
 
 # %% ../nbs/10_app.ipynb #93543768
-KEYS = ("model_id", "pair", "task", "runner", "result", "error_signature", "cpu_eager")
+KEYS = ("model_id", "pair", "library", "task", "runner", "result", "error_signature", "cpu_eager")
 
 class Results:
     "Every pair's rows, with the indexes the app answers from."
@@ -162,7 +162,12 @@ class Results:
         self.figure = {c: pop[c].reindex(df.model_id).to_numpy(float, na_value=np.nan) for c in ("downloads", "trending_score")}
         self.by_pair = {p: ix for p, ix in df.groupby("pair").indices.items()}
         self.by_model = df.groupby("model_id").indices
-        self.latest = np.sort(df.sort_values(["tested_at", "pair_index"]).groupby("model_id").tail(1).index.to_numpy())
+        latest = lambda d: np.sort(d.sort_values(["tested_at", "pair_index"]).groupby("model_id").tail(1).index.to_numpy())
+        self.latest = latest(df)
+        self.library_of = dict(zip(df.pair, df.library))   # each pair's library
+        self.libraries = sorted(set(self.library_of.values()))
+        self.latest_in = {lib: latest(d) for lib, d in df.groupby("library")}   # each model's latest row, in each library
+        self.newest_in = {self.library_of[p]: p for p in self.pairs}   # each library's newest pair (pairs go oldest first)
         self.tasks = sorted(df.task.dropna().unique())
         self.devices = rows_from(df)  # the heading's "Rows from:" line
         self.runners = sorted(df.runner.dropna().unique())
@@ -181,14 +186,18 @@ def view_rows(self:Results, view:str="Selected", # one of VIEWS
               task:str=ALL, runner:str=ALL, result:str=ALL, # filters; ALL keeps every value
               pair:str=LATEST, # a pair, or LATEST
               search:str="", # a piece of the model id
+              library:str=ALL, # a library, or ALL; LATEST is then taken within it
              )->np.ndarray: # positions in self.df, in the view's order
     "The rows a view shows, filtered, in order."
     if view not in VIEWS: raise UsageError(f"unknown view {view!r}: one of {', '.join(VIEWS)}")
-    if pair == LATEST: ix = self.by_pair[self.newest] if view == "Selected" else self.latest
+    library = library or ALL
+    if library != ALL and library not in self.latest_in: raise UsageError(f"library {library!r} is not in the dataset")
+    if pair == LATEST and view == "Selected": ix = self.by_pair[self.newest if library == ALL else self.newest_in[library]]
+    elif pair == LATEST: ix = self.latest if library == ALL else self.latest_in[library]
     elif pair in self.by_pair: ix = self.by_pair[pair]
     else: raise UsageError(f"pair {pair!r} is not in the dataset")
     keep = np.ones(len(ix), bool)
-    for col, want in (("task", task), ("runner", runner), ("result", result)):
+    for col, want in (("library", library), ("task", task), ("runner", runner), ("result", result)):
         if want and want != ALL: keep &= self.col[col][ix] == want
     if q := (search or "").strip().lower(): keep &= np.fromiter((q in m for m in self.id_lower[ix]), bool, len(ix))
     ix = ix[keep]
@@ -217,18 +226,20 @@ Results.view_table = view_table
 # %% ../nbs/10_app.ipynb #f0178a7b
 def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
                    limit:int=1000, # how deep each listing goes
+                   libraries:list=("transformers",), # the dataset's libraries: each is listed by its own name on the Hub
                   )->pd.DataFrame: # model_id, downloads, trending_score
-    "Downloads and trending scores of each task's top transformers models on the Hub (`HF_ENDPOINT`)."
+    "Downloads and trending scores of each task's top models of each library on the Hub (`HF_ENDPOINT`)."
     api, rows = HfApi(endpoint=os.environ.get("HF_ENDPOINT")), {}
-    for task in tasks:
-        for sort in ("downloads", "trending_score"):
-            for m in api.list_models(filter="transformers", pipeline_tag=task, sort=sort, limit=limit, expand=["downloads", "trendingScore"]):
-                rows[m.id] = (m.downloads, m.trending_score)
+    for library in libraries:
+        for task in tasks:
+            for sort in ("downloads", "trending_score"):
+                for m in api.list_models(filter=library, pipeline_tag=task, sort=sort, limit=limit, expand=["downloads", "trendingScore"]):
+                    rows[m.id] = (m.downloads, m.trending_score)
     return pd.DataFrame([(m, d, t) for m, (d, t) in rows.items()], columns=["model_id", "downloads", "trending_score"])
 
-def popularity_or_none(tasks:list)->pd.DataFrame|None:
+def popularity_or_none(tasks:list, libraries:list=("transformers",))->pd.DataFrame|None:
     "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer."
-    try: return hub_popularity(tasks)
+    try: return hub_popularity(tasks, libraries=libraries)
     except Exception as e:
         import sys; print(f"neuron-support app: no popularity figures from the Hub ({type(e).__name__}): Downloads and Trending are in name order", file=sys.stderr)
         return None
@@ -246,15 +257,30 @@ def changes_of(results:list)->list:
     return out
 
 def history(self:Results, model_id:str)->pd.DataFrame:
-    "The model's result on every pair, oldest first, with when it started or stopped passing."
+    "The model's result on every pair, oldest first, with when it started or stopped passing (within each library)."
     ix = self.by_model.get(model_id)
     if ix is None: return pd.DataFrame(columns=HISTORY)
     s = self.shown.iloc[ix]
-    res = list(self.col["result"][ix])
-    return pd.DataFrame({"pair": self.col["pair"][ix], "result": res, "change": changes_of(res), "cores": s.cores.to_numpy(),
+    res = pd.Series(self.col["result"][ix])
+    change = res.groupby(self.col["library"][ix]).transform(lambda r: changes_of(list(r)))
+    return pd.DataFrame({"pair": self.col["pair"][ix], "result": res.to_numpy(), "change": change.to_numpy(), "cores": s.cores.to_numpy(),
                          "wall s": s["wall s"].to_numpy(), "peak / capacity GB": s["peak / capacity GB"].to_numpy(),
                          "tested at": self.tested_at[ix]})
 Results.history = history
+
+# %% ../nbs/10_app.ipynb #a4892a17
+BY_LIBRARY = ["library", "version", "pair", "result", "cpu_match", "runner", "cores", "tested at"]
+
+def by_library(self:Results, model_id:str)->pd.DataFrame:
+    "The model's newest row in each library (the last in pair order, as `model_row`'s), one row per library, by name."
+    ix = self.by_model.get(model_id, np.array([], int))
+    last = {lib: i for lib, i in zip(self.col["library"][ix], ix)}   # pair order: the newest comes last
+    ix = np.array([last[lib] for lib in sorted(last)], int)
+    d = self.df.iloc[ix]
+    return pd.DataFrame({"library": d.library.to_numpy(), "version": d.library_version.fillna("").to_numpy(), "pair": d.pair.to_numpy(),
+                         "result": d.result.to_numpy(), "cpu_match": d.cpu_match.fillna("").to_numpy(), "runner": d.runner.fillna("").to_numpy(),
+                         "cores": self.shown.cores.iloc[ix].to_numpy(), "tested at": self.tested_at[ix]}, columns=BY_LIBRARY)
+Results.by_library = by_library
 
 # %% ../nbs/10_app.ipynb #74ebe5bf
 def model_row(self:Results, model_id:str, pair:str|None=None)->pd.Series|None:
@@ -351,15 +377,29 @@ Results.diff_of = diff_of
 Results.pair_diff = pair_diff
 
 # %% ../nbs/10_app.ipynb #fc503357
+def across_libraries(self:Results, pair_a:str, pair_b:str)->bool:
+    "Whether two pairs of the dataset are of different libraries: their diff would compare libraries, not compilers."
+    return pair_a in self.library_of and pair_b in self.library_of and self.library_of[pair_a] != self.library_of[pair_b]
+
 def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str:
-    "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, or no change."
-    return render("diff_note.html", pairs=len(self.pairs), example=self.newest, same=pair_a == pair_b,
-                  changed=pair_a != pair_b and len(self.pair_diff(pair_a, pair_b, device_only)) > 0)
+    "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, two libraries, or no change."
+    across = self.across_libraries(pair_a, pair_b)
+    return render("diff_note.html", pairs=len(self.pairs), example=self.newest, same=pair_a == pair_b, across=across,
+                  libraries=[self.library_of.get(p) for p in (pair_a, pair_b)],
+                  changed=pair_a != pair_b and not across and len(self.pair_diff(pair_a, pair_b, device_only)) > 0)
 
 def regressions(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->tuple: # (table, sentence)
-    "What the Regressions tab shows for two pairs."
-    return self.pair_diff(pair_a, pair_b, device_only), self.diff_note(pair_a, pair_b, device_only)
-Results.diff_note, Results.regressions = diff_note, regressions
+    "What the Regressions tab shows for two pairs: no table for pairs of two libraries."
+    table = pd.DataFrame(columns=list(DIFF_NAMES.values())) if self.across_libraries(pair_a, pair_b) else self.pair_diff(pair_a, pair_b, device_only)
+    return table, self.diff_note(pair_a, pair_b, device_only)
+
+def diff_start(self:Results)->tuple: # (From, To)
+    "The pairs the Regressions tab opens on: the newest two of one library (the newest pair's, else the next one tested that has two), else the newest pair twice."
+    for lib in dict.fromkeys(self.library_of[p] for p in reversed(self.pairs)):
+        of = [p for p in self.pairs if self.library_of[p] == lib]
+        if len(of) > 1: return of[-2], of[-1]
+    return self.newest, self.newest
+Results.across_libraries, Results.diff_note, Results.regressions, Results.diff_start = across_libraries, diff_note, regressions, diff_start
 
 # %% ../nbs/10_app.ipynb #d2a16ff5
 def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each model's newest row
@@ -439,23 +479,24 @@ def model_link(model_id:str, pair:str|None=None)->str:
 # %% ../nbs/10_app.ipynb #8b94a61d
 def choices(values)->list: return [ALL, *values]
 
-def section_of(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->dict:
+def section_of(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
     "The values of `models_section.html` for one view, filtered: the count, the count by result, the table and each model's address."
-    rows = self.view_rows(view, task, runner, result, pair, q)
+    rows = self.view_rows(view, task, runner, result, pair, q, library)
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
     return dict(summary=view_summary(rows), split=sorted(zip(found, map(int, n)), key=lambda x: RESULTS.index(x[0])),
                 table=t, links=[model_link(m) for m in t.model])
 
-def models_section(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->str:
+def models_section(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The count and the table of one view, filtered: what the page shows and what `/models` answers."
-    return render("models_section.html", **self.section_of(view, task, runner, result, pair, q))
+    return render("models_section.html", **self.section_of(view, task, runner, result, pair, q, library))
 
-def models_page(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="")->str:
+def models_page(self:Results, view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The first page: the views, filters and search, and the table."
-    section = self.section_of(view, task, runner, result, pair, q)  # first: a bad filter is a UsageError, not a page
-    return render("models.html", **section, view=view, task=task, runner=runner, result=result, pair=pair, q=q,
-                  views=VIEWS, tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS), pairs=[LATEST, *reversed(self.pairs)], devices=self.devices)
+    section = self.section_of(view, task, runner, result, pair, q, library)  # first: a bad filter is a UsageError, not a page
+    return render("models.html", **section, view=view, task=task, runner=runner, result=result, pair=pair, q=q, library=library,
+                  views=VIEWS, libraries=choices(self.libraries), tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS),
+                  pairs=[LATEST, *reversed(self.pairs)], devices=self.devices)
 
 Results.section_of, Results.models_section, Results.models_page = section_of, models_section, models_page
 
@@ -475,12 +516,12 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
     if row is None:
         return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and model_id in self.by_model else None,
                            search=urlencode({"q": model_id}), devices=self.devices)
-    hist = self.history(model_id)
+    hist, libs = self.history(model_id), self.by_library(model_id)
     details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
                ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
-                       pair_links=[model_link(model_id, p) for p in hist.pair], details=details, run_py=text_of(row.run_py),
-                       run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
+                       pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
+                       details=details, run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 Results.model_page = model_page
 
 # %% ../nbs/10_app.ipynb #609cfc9c
@@ -540,8 +581,9 @@ def compiler_view(self:Results)->"gr.Blocks":
         with gr.Tabs(selected="diff") as tabs:
             with gr.Tab("Regressions", id="diff"):
                 with gr.Row():
-                    a = gr.Dropdown(self.pairs[::-1], value=self.pairs[-2] if len(self.pairs) > 1 else self.newest, label="From pair", elem_id="pair-a")
-                    b = gr.Dropdown(self.pairs[::-1], value=self.newest, label="To pair", elem_id="pair-b")
+                    start = self.diff_start()
+                    a = gr.Dropdown(self.pairs[::-1], value=start[0], label="From pair", elem_id="pair-a")
+                    b = gr.Dropdown(self.pairs[::-1], value=start[1], label="To pair", elem_id="pair-b")
                 note = gr.HTML(self.diff_note(a.value, b.value), elem_id="diff-note")
                 diffs = gr.Dataframe(self.pair_diff(a.value, b.value)[:0], datatype="str", interactive=False, wrap=True, elem_id="diff")
             with gr.Tab("Failure causes", id="failures") as failures_tab:
@@ -610,13 +652,13 @@ def web_app(self:Results)->"fastapi.FastAPI":
         return HTMLResponse(text, status)
 
     @app.get("/")
-    def models(view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", model:str|None=None):
+    def models(view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL, model:str|None=None):
         if model is not None: return RedirectResponse(model_link(model), 308)
-        return answer(lambda: (200, self.models_page(view, task, runner, result, pair, q)))
+        return answer(lambda: (200, self.models_page(view, task, runner, result, pair, q, library)))
 
     @app.get("/models")
-    def table(view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str=""):
-        return answer(lambda: (200, self.models_section(view, task, runner, result, pair, q)))
+    def table(view:str="Selected", task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL):
+        return answer(lambda: (200, self.models_section(view, task, runner, result, pair, q, library)))
 
     @app.get("/model")
     def model(id:str="", pair:str=""): return answer(lambda: self.model_page(id.strip(), pair or None))
@@ -647,7 +689,7 @@ def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/
                 )->Results:
     "The dataset's tables, in memory, with the Hub's popularity figures when it answers."
     df = load_tables(data)
-    pop = popularity_or_none(sorted(df.task.dropna().unique())) if wants_popularity(data, popularity) else None
+    pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
     return Results(df, pop, source=str(data))
 
 def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME

@@ -4,15 +4,16 @@
 
 # %% auto #0
 __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOKEN', 'DEMO_DIR', 'SMOLLM2_GGUF', 'GGUF_SCALARS',
-           'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT',
-           'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer', 'gguf_llama_config',
-           'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm', 'bpe_tokenizer',
-           'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config', 'save_bert', 'folder_digest', 'decoder_ids',
-           'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart', 'image_chat_template',
-           'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta', 'save_distilbert',
-           'save_deberta_nli', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text', 'custom_code',
-           'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo',
-           'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
+           'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING', 'GPTQ',
+           'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer',
+           'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm',
+           'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config', 'save_bert', 'folder_digest',
+           'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart',
+           'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
+           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'edit_config',
+           'save_changed', 'quantize_top', 'quantize_text', 'custom_code', 'save_custom_code', 'meta_parameters',
+           'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo', 'demo_repos', 'catalog_table',
+           'content_version', 'is_built', 'catalog_json', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, math, os, shutil, struct, tempfile, zlib
@@ -27,7 +28,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "1"
+DEMO_VERSION = "3"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -338,6 +339,47 @@ def save_deberta_nli(dest:Path, catalog:Path):
                                           **labels(NLI_LABELS))
     save_tiny(dest, transformers.DebertaV2ForSequenceClassification, config, tok)
 
+# %% ../nbs/02_demo.ipynb #7046efc7
+def save_st(dest:Path, catalog:Path, # the repo folder, and the catalog being built
+            pooling:str="mean", # the Pooling module's mode: mean, cls, max...
+            dense:bool=False, # add a Dense projection (64 -> 32)
+            normalize:bool=False, # add a Normalize module
+           ):
+    "A tiny sentence-transformers embedding model: a tiny BERT with MiniLM's tokenizer, then pooling and the modules asked for."
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as M
+    with tempfile.TemporaryDirectory() as d:
+        bert = Path(d) / dest.name   # the repo's name seeds the weights
+        save_bert(bert, catalog)
+        torch.manual_seed(seed_of(dest.name))
+        mods = [M.Transformer(str(bert)), M.Pooling(64, pooling)] + [M.Dense(64, 32)] * dense + [M.Normalize()] * normalize
+        SentenceTransformer(modules=mods, device="cpu").save(str(dest))
+
+RERANKER_HEAD_SCALE = 200 # a random head scores every pair near 0.02; scaled, its scores are a few units, as a trained reranker's
+
+def save_cross_encoder(dest:Path, catalog:Path):
+    "A tiny sentence-transformers reranker: a one-label BERT classifier, its head scaled to scores of a few units, saved by `CrossEncoder`."
+    from sentence_transformers import CrossEncoder
+    with tempfile.TemporaryDirectory() as d:
+        bert = Path(d) / dest.name
+        save_bert(bert, catalog, head="BertForSequenceClassification", num_labels=1)
+        model = transformers.BertForSequenceClassification.from_pretrained(bert)
+        with torch.no_grad(): model.classifier.weight.mul_(RERANKER_HEAD_SCALE)
+        model.save_pretrained(bert)
+        CrossEncoder(str(bert), device="cpu").save(str(dest))
+
+CUSTOM_POOLING = ("import torch\n\nclass CustomPooling(torch.nn.Module):\n"
+                  "    def forward(self, features):\n"
+                  "        return {**features, 'sentence_embedding': features['token_embeddings'].amax(1)}\n")
+
+def save_st_custom(dest:Path, catalog:Path):
+    "A tiny embedding model whose pooling is the repo's own Python (`custom_pooling.CustomPooling` in modules.json)."
+    save_st(dest, catalog)
+    modules = json.loads((dest / "modules.json").read_text())
+    modules[1]["type"] = "custom_pooling.CustomPooling"
+    (dest / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
+    (dest / "custom_pooling.py").write_text(CUSTOM_POOLING)
+
 # %% ../nbs/02_demo.ipynb #d33a1543
 def edit_config(dest:Path, # a repo folder with a config.json
                 change:Callable, # changes the parsed config in place
@@ -423,10 +465,11 @@ class DemoRepo:
     gated: bool|str = False # False, "auto" or "manual"
     tags: tuple = () # extra tags, e.g. custom_code
     safetensors: dict|None = None # an override of the parameters the server would read from the files
+    library: str = "transformers" # the Hub's library_name (a repo is listed for it and for its tags)
 
     def entry(self)->dict:
         "The repo's `catalog.json` entry."
-        e = {"id": self.id, "pipeline_tag": self.pipeline_tag, "library_name": "transformers",
+        e = {"id": self.id, "pipeline_tag": self.pipeline_tag, "library_name": self.library,
              "downloads": self.downloads, "trendingScore": self.trending, "gated": self.gated, "tags": list(self.tags)}
         if self.safetensors: e["safetensors"] = self.safetensors
         return {**e, "demo": {"covers": self.covers}}
@@ -438,9 +481,12 @@ def demo_repos()->list: # DemoRepo, in catalog order
     llama = partial(save_causal, kind="Llama")
     giant = giant_parameters()
     R = DemoRepo
+    ST = partial(DemoRepo, library="sentence-transformers")
     return [
         R(SMOLLM2_ID, lambda dest, catalog: save_smollm2(dest), "text-generation", "run_dense: real instruct model, fluent English", 2_400_000, 45),
-        R(MINILM_ID, lambda dest, catalog: save_minilm(dest), "feature-extraction", "run_encoder: real encoder, no head (AutoModel)", 1_900_000, 31),
+        R(MINILM_ID, lambda dest, catalog: save_minilm(dest), "feature-extraction",
+          "run_encoder and run_sentence_embedding: real encoder, no head (AutoModel); real sentence-transformers model", 1_900_000, 31,
+          tags=("transformers",), library="sentence-transformers"),
         R(d("tiny-llama"), llama, "text-generation", "run_dense: tp plan, chat template", 910_000, 12),
         R(d("tiny-qwen3"), partial(save_causal, kind="Qwen3"), "text-generation", "run_dense: tp plan, chat template", 640_000, 88),
         R(d("tiny-gpt2"), save_gpt2, "text-generation", "run_dense: no chat template, no tp plan", 530_000, 7),
@@ -480,6 +526,12 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-no-weights"), partial(save_changed, save=llama, change=lambda cfg: None, drop=("*.safetensors",)),
           "text-generation", "FAIL(load): no weights (config and tokenizer only)", 360_000, 49),
         R(d("tiny-bad-config"), save_malformed, "text-generation", "FAIL(load): config.json is not valid JSON", 295_000, 68),
+        ST(d("tiny-st-dense"), partial(save_st, dense=True, normalize=True), "sentence-similarity",
+           "run_sentence_embedding: mean pooling, Dense, Normalize", 640_000, 44),
+        ST(d("tiny-st-cls"), partial(save_st, pooling="cls"), "feature-extraction", "run_sentence_embedding: CLS pooling", 380_000, 21),
+        ST(d("tiny-cross-encoder"), save_cross_encoder, "text-ranking", "run_cross_encoder: a one-label reranker", 290_000, 38),
+        ST(d("tiny-st-custom-pooling"), save_st_custom, "sentence-similarity",
+           "excluded: trust-remote-code (modules.json names the repo's own pooling)", 210_000, 12),
     ]
 
 # %% ../nbs/02_demo.ipynb #b56c01ed

@@ -9,7 +9,7 @@ __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION'
            'cores_needed', 'fit_reasoning', 'Checkpoint', 'gated', 'hub_checkpoint', 'info_checkpoint',
            'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
            'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
-           'check_cores', 'plan_cores', 'make_plan', 'checkpoint_plan', 'plan_record']
+           'check_cores', 'plan_cores', 'make_plan', 'checkpoint_plan', 'transformers_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
 import functools, json, os, struct
@@ -308,16 +308,25 @@ def make_plan(model_id:str, # Hub id or local folder
     if cores: check_cores(cores, max_cores)  # before any request: a wrong number is the user's, whatever the model
     try:
         ck = find_checkpoint(model_id, revision)
-        return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb, max_new_tokens, prompt, min_new_tokens)
+        return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb,
+                               max_new_tokens=max_new_tokens, prompt=prompt, min_new_tokens=min_new_tokens)
     except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not
 
 def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
                     config:dict, # its config.json
-                    stack:Stack, # the stack that runs it
+                    stack:Stack, # the stack that runs it; its library plans
                     max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
-                    max_new_tokens:int=MAX_NEW_TOKENS, prompt:str=PROMPT, min_new_tokens:int=0, # as make_plan's
+                    **inputs, # make_plan's input options (max_new_tokens, prompt, min_new_tokens), for the libraries that take them
                    )->Plan:
-    "The plan of a checkpoint whose config is known: `make_plan`'s steps after the lookup, shared with the selection's listing plan."
+    "The plan of a checkpoint whose config is known, by the stack's library: `make_plan`'s steps after the lookup, shared with the selection's listing plan."
+    from neuron_support.library import library_of  # the registry imports the libraries, which plan with this module
+    return library_of(stack.library).plan(ck, config, stack, max_cores, cores, core_gb, **inputs)
+
+def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_plan's
+                      max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
+                      max_new_tokens:int=MAX_NEW_TOKENS, prompt:str=PROMPT, min_new_tokens:int=0, # as make_plan's
+                     )->Plan:
+    "transformers' plan: the runner and head class from the config, the cores from the weights, the card's inputs."
     runner, head = choose_runner(config)
     mt = config.get("model_type", "")
     wb, estimated = checkpoint_weight_bytes(ck, config)

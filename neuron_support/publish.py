@@ -7,10 +7,10 @@ __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'RESULTS', 'KINDS
            'SPACE', 'CARDS', 'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate',
            'frame', 'empty_table', 'error_signature', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair',
            'table_path', 'notebook_path', 'pairs', 'write_table', 'table_bytes', 'read_table', 'latest', 'merge',
-           'add_rows', 'check_rows', 'result_counts', 'example_model', 'render_card', 'read_tables', 'dataset_files',
-           'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'changes', 'check_repo', 'remote_head',
-           'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'device_side',
-           'diff', 'diff_pairs', 'clip', 'format_diff', 'diff_json']
+           'add_rows', 'check_rows', 'result_counts', 'example_model', 'render_card', 'pair_library', 'library_pairs',
+           'read_tables', 'dataset_files', 'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'changes',
+           'check_repo', 'remote_head', 'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes',
+           'change', 'device_side', 'diff', 'diff_pairs', 'clip', 'format_diff', 'diff_json']
 
 # %% ../nbs/08_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -285,7 +285,17 @@ def render_card(tables:dict, # {pair: table}
     "The dataset card, with the pairs present and the repo's own examples."
     pair, model = example_model(tables)
     return CARDS.get_template("card.md").render(repo=repo, space=space, pair=pair, model=model, results=RESULTS,
-                                                counts=result_counts(tables) if tables else None)
+                                                counts=result_counts(tables) if tables else None, libraries=library_pairs(tables))
+
+def pair_library(pair:str)->str:
+    "The library a pair is of: its second part without the version."
+    return pair.split("/")[1].rsplit("-", 1)[0]
+
+def library_pairs(tables:dict)->list: # [{"name", "pairs"}], the registry's libraries first, then any other the tables hold
+    "Each library and the pairs the dataset holds of it, newest first."
+    from neuron_support.library import libraries
+    names = list(dict.fromkeys([*libraries(), *sorted(map(pair_library, tables))]))
+    return [{"name": n, "pairs": sorted((p for p in tables if pair_library(p) == n), reverse=True)} for n in names]
 
 def read_tables(data_dir)->dict:
     "Every pair's table in the dataset folder, {pair: table}."
@@ -439,7 +449,9 @@ def diff(table_a:pd.DataFrame, # the first pair's table (say, the older compiler
     return df.sort_values(["change", "model_id"], key=lambda s: s.map(CHANGES.index) if s.name == "change" else s, ignore_index=True)
 
 def diff_pairs(data_dir, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
-    "`diff` of two pairs' tables in the dataset folder."
+    "`diff` of two pairs' tables in the dataset folder: two compilers (or library versions) of one library."
+    if (a := pair_library(check_pair(pair_a))) != (b := pair_library(check_pair(pair_b))):
+        raise UsageError(f"{pair_a} and {pair_b} are of different libraries ({a}, {b}): a diff compares compiler versions within one library")
     return diff(*(read_table(table_path(data_dir, p)) for p in (pair_a, pair_b)), device_only)
 
 # %% ../nbs/08_publish.ipynb #271579a9

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['DEFAULT_TIME_LIMIT', 'EXPLANATORY', 'FACT_LINES', 'CHECK_ALLOWANCE', 'PROTECTED', 'QUIET_KERNEL', 'plan_dict',
-           'render_header', 'module_text', 'render_run_py', 'Prose', 'script_identity', 'parse_outcome',
-           'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'cpu_eager_column', 'run_notebook_path',
-           'execute_run_notebook', 'run_model']
+           'render_header', 'added_packages', 'module_text', 'render_run_py', 'Prose', 'script_identity',
+           'parse_outcome', 'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'cpu_eager_column',
+           'run_notebook_path', 'execute_run_notebook', 'run_model']
 
 # %% ../nbs/06_script.ipynb #56dec127
 import ast, hashlib, json, os, pprint, re, signal, subprocess, sys, sysconfig, tempfile, threading, time
@@ -33,15 +33,25 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              f"# runner {plan['runner']} ({plan['head_class']}) on {plan['cores']} core(s) of {stack.device}, backend {stack.backend}",
              "# stack: " + ", ".join(f"{k} {v.get(k) or '-'}" for k in ("neuronx_cc", "torch_neuronx", "nki", "neuron_driver")),
              "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in ("torch", "transformers", "accelerate", "python")),
-             "# packages added on top of that stack:", "# pip install " + " ".join(packages),
+             "# packages added on top of that stack:", "# pip install " + " ".join(added_packages(stack, packages)),
              "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
     if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {hub}: rerun it with HF_ENDPOINT={hub} python3 run.py")
     return "\n".join(lines) + "\n"
 
-def module_text()->str:
-    "The text of the module `standalone`, as run.py carries it."
-    return Path(standalone.__file__).read_text()
+def added_packages(stack:Stack, packages:list=())->list:
+    "What run.py installs on top of the stack: the library itself when it is not transformers (pinned), then the run's extra packages."
+    pin = [] if stack.library == "transformers" else [f"{stack.library}=={stack.library_version}"]
+    return pin + [p for p in packages if p not in pin]
+
+def module_text(library:str="transformers")->str:
+    "The text of the module `standalone`, as run.py carries it; for a library with code of its own, that code before the entry line."
+    from neuron_support.library import library_of
+    text, code = Path(standalone.__file__).read_text(), library_of(library).runner_code()
+    if not code: return text
+    lines = text.splitlines()
+    entry = [l for l in lines if l.startswith('if __name__ == "__main__"')]   # last: the plan runs once every runner and check is defined
+    return "\n".join(l for l in lines if l not in entry) + "\n\n" + code + "\n" + "\n".join(entry) + "\n"
 
 def render_run_py(plan:Plan, # the plan
                   stack:Stack, # the stack it runs on
@@ -54,7 +64,7 @@ def render_run_py(plan:Plan, # the plan
     "The standalone script of one run: header, PLAN, module."
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
     plan_text = "PLAN = " + pprint.pformat(d, sort_dicts=False, width=120) + "\n\n"
-    return render_header(d, stack, packages) + plan_text + (module_text() if module is None else module)
+    return render_header(d, stack, packages) + plan_text + (module_text(stack.library) if module is None else module)
 
 # %% ../nbs/06_script.ipynb #s6a00004
 EXPLANATORY = ("fit",) # PLAN's values that explain, and change nothing that runs
@@ -212,7 +222,7 @@ def run_model(model_id:str, # Hub id or local folder
              )->dict: # the result row
     "Run one model through the run notebook and return its row."
     make_plan(model_id, params.get("revision") or None, detect_stack(params.get("device") or None, params.get("backend") or None,
-              core_gb=params.get("core_gb") or None), cores=params.get("cores") or None)  # bad input: a one-line UsageError here
+              core_gb=params.get("core_gb") or None, library=params.get("library") or "transformers"), cores=params.get("cores") or None)  # bad input: a one-line UsageError here
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     execute_run_notebook(run_notebook_path(), out, {"model_id": model_id, "out_dir": str(out.resolve()), **{k: v for k, v in params.items() if v is not None}},
                          stream=stream)

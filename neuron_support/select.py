@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['SELECTION_TASKS', 'SEQ2SEQ_TASKS', 'ENCODER_TASKS', 'TASKS', 'SORTS', 'SELECTION_SIZE', 'DEPTH', 'EXPAND',
-           'GENERATION_TASKS', 'SYNTHETIC_CONFIGS', 'ONE_TENSOR', 'ranking_names', 'merge_rankings', 'list_ranking',
-           'check_endpoint', 'hub_errors', 'count_requests', 'missing_config', 'quantization', 'remote_code',
-           'weight_files', 'no_weights', 'gated', 'unsupported', 'runner_and_fit', 'exclusion', 'Rankings',
-           'select_ids', 'sweep_order', 'last_rows', 'Candidate', 'run_or_skip', 'listing_plan', 'script_packages',
-           'default_render', 'plan_candidate', 'decide', 'SweepList', 'sweep_list', 'candidate_record', 'list_json',
-           'short_ranks', 'format_list', 'format_explain', 'synthetic_entry', 'synthetic_catalog']
+           'GENERATION_TASKS', 'TRANSFORMERS', 'SYNTHETIC_CONFIGS', 'ONE_TENSOR', 'ranking_names', 'merge_rankings',
+           'list_ranking', 'check_endpoint', 'hub_errors', 'count_requests', 'missing_config', 'quantization',
+           'remote_code', 'weight_files', 'no_weights', 'gated', 'unsupported', 'runner_and_fit', 'exclusion',
+           'Rankings', 'select_ids', 'sweep_order', 'last_rows', 'Candidate', 'run_or_skip', 'listing_plan',
+           'script_packages', 'default_render', 'plan_candidate', 'decide', 'SweepList', 'sweep_list',
+           'candidate_record', 'list_json', 'short_ranks', 'format_list', 'format_explain', 'synthetic_entry',
+           'synthetic_catalog']
 
 # %% ../nbs/07_select.ipynb #917e74bf
 import contextlib, json, random, time
@@ -24,7 +25,8 @@ from huggingface_hub.utils import http_backoff
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 from .stack import UsageError, GiB, detect_stack, pair_key
 from .script import render_run_py, script_identity
-from .plan import MAX_CORES, pickle_files, choose_runner, checkpoint_weight_bytes, info_checkpoint, plan_cores, checkpoint_plan
+from .plan import MAX_CORES, pickle_files, choose_runner, checkpoint_weight_bytes, info_checkpoint, plan_cores, checkpoint_plan, transformers_plan
+from .library import Library, register, library_of
 from .publish import table_path, read_table, latest
 
 # %% ../nbs/07_select.ipynb #c1f2524e
@@ -59,10 +61,11 @@ EXPAND = ["config", "safetensors", "tags", "gated", "downloads", "trendingScore"
 def list_ranking(api:HfApi, # the client, pointed at the Hub to ask
                  name:str, # "<task>/<sort>"
                  depth:int=DEPTH, # how many models, best first
+                 library:str="transformers", # the Hub's library filter
                 )->list: # ModelInfo of the models, best first
-    "The best `depth` transformers models of a task by one sort, with everything selection needs."
+    "The best `depth` models of a library and task by one sort, with everything selection needs."
     task, sort = name.split("/")
-    return list(api.list_models(filter="transformers", pipeline_tag=task, sort=SORTS[sort], limit=depth, expand=EXPAND))
+    return list(api.list_models(filter=library, pipeline_tag=task, sort=SORTS[sort], limit=depth, expand=EXPAND))
 
 # %% ../nbs/07_select.ipynb #cb283a2f
 def check_endpoint(endpoint:str)->str: # the endpoint, reachable
@@ -190,15 +193,22 @@ def exclusion(info:ModelInfo, # the listing's item
     if why := gated(info, api.endpoint if api else None, token): return "gated", why
     return None, fit
 
+# %% ../nbs/07_select.ipynb #40addabc
+TRANSFORMERS = register(Library(
+    "transformers", TASKS, SELECTION_TASKS, transformers_plan, exclusion,
+    tested="each checkpoint loaded with its transformers class, sharded over the fewest NeuronCores that hold it: a "
+           "decoder's or an encoder-decoder's greedy generation of 32 tokens, compiled, compared token by token with the CPU's; "
+           "an encoder's compiled forward pass compared with the CPU's fp32 and bf16 outputs"))
+
 # %% ../nbs/07_select.ipynb #4948aa3c
 class Rankings(dict):
     "{ranking name: [model ids, best first]}, each fetched from the Hub on first use; `info` keeps the listing items."
-    def __init__(self, api:HfApi, depth:int=DEPTH):
-        super().__init__(); self.api, self.depth, self.info, self.rank, self.checked = api, depth, {}, {}, False
+    def __init__(self, api:HfApi, depth:int=DEPTH, library:str="transformers"):
+        super().__init__(); self.api, self.depth, self.library, self.info, self.rank, self.checked = api, depth, library, {}, {}, False
     def get(self, name, default=None):
         if name not in self:
             if not self.checked: check_endpoint(self.api.endpoint); self.checked = True
-            with hub_errors(self.api.endpoint): found = list_ranking(self.api, name, self.depth)
+            with hub_errors(self.api.endpoint): found = list_ranking(self.api, name, self.depth, self.library)
             self.info.update((m.id, m) for m in found if m.id not in self.info)
             self.rank[name] = {m.id: r + 1 for r, m in enumerate(found)}
             self[name] = [m.id for m in found]
@@ -207,17 +217,20 @@ class Rankings(dict):
 # %% ../nbs/07_select.ipynb #35784f16
 def select_ids(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings`)
                selection_size:int=SELECTION_SIZE, # how many models the selection holds
+               tasks:tuple=SELECTION_TASKS, # the library's selection tasks
               )->list: # the selection's model ids, rank 1 first
     "The selection: the best-ranked models of the selection tasks, by the merge rule."
-    return list(merge_rankings([rankings.get(n, []) for n in ranking_names(SELECTION_TASKS)]))[:selection_size]
+    return list(merge_rankings([rankings.get(n, []) for n in ranking_names(tasks)]))[:selection_size]
 
 def sweep_order(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings`)
                 selection_size:int=SELECTION_SIZE, # how many models the selection holds
+                selection_tasks:tuple=SELECTION_TASKS, # the library's selection tasks
+                tasks:tuple=TASKS, # all the tasks of the library's list
                )->Iterator[tuple]: # (model id, selection rank or None), in the list's order
     "The selection, then the rest of the list, as the card and the merge rule order them."
-    selection = select_ids(rankings, selection_size)
+    selection = select_ids(rankings, selection_size, selection_tasks)
     yield from ((m, i + 1) for i, m in enumerate(selection))
-    yield from ((m, None) for m in merge_rankings([rankings.get(n, []) for n in ranking_names()], skip=selection))
+    yield from ((m, None) for m in merge_rankings([rankings.get(n, []) for n in ranking_names(tasks)], skip=selection))
 
 # %% ../nbs/07_select.ipynb #77fedd72
 def last_rows(data_dir, # the dataset folder (data/<pair>.parquet), or None
@@ -300,7 +313,7 @@ def decide(info:ModelInfo, # the listing item
            render=default_render, # render(plan, stack, packages) -> run.py
           )->Candidate:
     "The candidate's decision: excluded with its reason, or planned, then run or skip."
-    category, why = exclusion(info, stack, token, max_cores, api)
+    category, why = library_of(stack.library).exclusion(info, stack, token, max_cores, api)
     if category: c.decision, c.exclusion, c.reason = "excluded", category, why; return c
     c.runner, _, c.weight_bytes, c.cores, _ = why
     plan_candidate(c, info, stack, last, max_cores, render, api)
@@ -332,13 +345,13 @@ def sweep_list(stack=None, # the stack (detected when None)
     "The sweep's list: each model with its ranks, its decision and why, until `max_runs` are to run."
     stack = stack or detect_stack()
     if max_runs is not None and max_runs < 0: raise UsageError(f"the number of runs must be 0 or more, not {max_runs}")
-    api, pair = HfApi(endpoint=endpoint), pair_key(stack)
+    api, pair, lib = HfApi(endpoint=endpoint), pair_key(stack), library_of(stack.library)
     token, last = token or get_token(), last_rows(data_dir, pair)
     with count_requests() as sent:
-        rankings = Rankings(api, depth)
-        out = SweepList([], {m: i + 1 for i, m in enumerate(select_ids(rankings, selection_size))}, pair)
+        rankings = Rankings(api, depth, lib.name)
+        out = SweepList([], {m: i + 1 for i, m in enumerate(select_ids(rankings, selection_size, lib.selection_tasks))}, pair)
         runs = 0
-        for pos, (m, srank) in enumerate(sweep_order(rankings, selection_size)):
+        for pos, (m, srank) in enumerate(sweep_order(rankings, selection_size, lib.selection_tasks, lib.tasks)):
             if max_runs is not None and runs >= max_runs: break
             info = rankings.info[m]
             c = Candidate(m, info.pipeline_tag, {n: r[m] for n, r in rankings.rank.items() if m in r}, pos + 1, srank, revision=info.sha)

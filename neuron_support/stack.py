@@ -145,7 +145,9 @@ class Stack:
     library: str = "transformers"
 
     @property
-    def library_version(self)->str: return self.versions.get(self.library.replace("-", "_"), "") or package_version(self.library)
+    def library_version(self)->str:
+        from neuron_support.library import library_of  # the registry plans with stacks: imported when asked
+        return self.versions.get(self.library.replace("-", "_"), "") or library_of(self.library).installed_version()
 
 # %% ../nbs/00_stack.ipynb #8a1069d8
 def detect_stack(device:str|None=None, # force a device (neuron, cuda, cpu)
@@ -157,6 +159,8 @@ def detect_stack(device:str|None=None, # force a device (neuron, cuda, cpu)
                  library:str="transformers", # the library that loads the models
                 )->Stack:
     "The stack this process runs on, with the user's overrides applied."
+    from neuron_support.library import library_of
+    library_of(library)  # an unknown library is the user's error, said before any probing
     found = probe_accelerators() if found is None else found
     dev = choose_device(found, device)
     cores, gb = cores_and_capacity(dev, found, env)

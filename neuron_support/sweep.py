@@ -4,19 +4,19 @@
 
 # %% auto #0
 __all__ = ['DECISIONS', 'VISIBLE', 'SLOT_RESOURCE', 'NEFF_BUCKET', 'PRIOR_S', 'RESULT_STYLES', 'SWEEP_TAG', 'WATCHDOG',
-           'RUN_FILES', 'DEMO_CHILD', 'run_folder', 'SweepItem', 'sweep_item', 'take_runs', 'journal_path',
-           'write_journal', 'read_journal', 'finished_row', 'execute_notebook_child', 'check_template', 'child_command',
-           'failure_row', 'excluded_row', 'RunSetting', 'run_grace', 'execute_run', 'core_range', 'run_env', 'CoreMap',
-           'ray_request', 'host_slots', 'start_ray', 'core_maps', 'run_on_host', 'hub_cache', 'Prefetch',
-           'cache_folder', 'cache_source', 'is_bucket', 'sync_folders', 'sync_cache', 'duration', 'run_estimate',
-           'Progress', 'renderable', 'say', 'close', 'flight', 'result', 'summary', 'ends_whole', 'sweep_lock',
-           'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back', 'sweep_environment',
-           'packing_order', 'next_runnable', 'run_all', 'environment', 'sweep_demo']
+           'SWEEP_ARGS', 'RUN_FILES', 'DEMO_CHILD', 'run_folder', 'SweepItem', 'sweep_item', 'take_runs',
+           'journal_path', 'write_journal', 'read_journal', 'finished_row', 'execute_notebook_child', 'check_template',
+           'child_command', 'failure_row', 'excluded_row', 'RunSetting', 'run_grace', 'execute_run', 'core_range',
+           'run_env', 'CoreMap', 'ray_request', 'host_slots', 'start_ray', 'core_maps', 'run_on_host', 'hub_cache',
+           'Prefetch', 'cache_folder', 'cache_source', 'is_bucket', 'sync_folders', 'sync_cache', 'duration',
+           'run_estimate', 'Progress', 'renderable', 'say', 'close', 'flight', 'result', 'summary', 'ends_whole',
+           'sweep_lock', 'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back',
+           'sweep_environment', 'packing_order', 'next_runnable', 'run_all', 'environment', 'sweep_demo']
 
 # %% ../nbs/09_sweep.ipynb #7cccca0d
-import contextlib, fcntl, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
+import contextlib, fcntl, inspect, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from collections import Counter
-from dataclasses import dataclass, asdict, field, fields
+from dataclasses import dataclass, asdict, field, fields, replace
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -181,7 +181,7 @@ class RunSetting:
         "The run notebook's parameters for one model."
         return {"model_id": item.model_id, "revision": item.revision, "out_dir": str(self.run_dir(item)), "device": self.stack.device,
                 "backend": self.stack.backend, "cores": item.cores, "core_gb": self.stack.core_gb,
-                "selection_rank": item.selection_rank or 0, "time_limit": self.time_limit, **self.parameters}
+                "selection_rank": item.selection_rank or 0, "time_limit": self.time_limit, "library": self.stack.library, **self.parameters}
 
 # %% ../nbs/09_sweep.ipynb #58fb67ae
 def run_grace()->float:
@@ -612,9 +612,16 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           notebook=None, # the run notebook (None: nbs/run.ipynb)
           parameters:dict|None=None, # extra notebook parameters
           stream=None, # where progress goes (stderr)
-         )->Path: # the pair's table
+          libraries:list|None=None, # the libraries whose lists are swept, one after the other (None: the stack's)
+         )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
+    if libraries:   # one sweep per library: each its own list, pair, table and journal
+        stack = stack or detect_stack(device, backend)
+        for name in libraries:
+            print(f"\n== {name}: the Hub's {name} models", file=stream or sys.stderr, flush=True)
+            path = sweep(**{**{k: v for k, v in locals().items() if k in SWEEP_ARGS}, "stack": replace(stack, library=name), "libraries": None})
+        return path
     from neuron_support.script import DEFAULT_TIME_LIMIT, run_notebook_path
     time_limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     if max_runs < 0: raise UsageError(f"--max-runs must be 0 or more, not {max_runs}")
@@ -660,6 +667,8 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         path = table_path(out_dir, pair)
         if path.exists(): print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
         return path
+
+SWEEP_ARGS = tuple(inspect.signature(sweep).parameters) # what one library's sweep passes on to the next
 
 # %% ../nbs/09_sweep.ipynb #95186e85
 def warm_cache(stack:Stack, source:str|None, say):

