@@ -15,7 +15,7 @@ ST = detect_stack("cpu", found={}, library="sentence-transformers")
 ST_PAIR = pair_key(ST)
 
 
-def test_the_demo_sweep_of_sentence_transformers(tmp_path):
+def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub):
     """`neuron-support sweep --demo --library sentence-transformers`: its own table beside transformers', all-MiniLM-L6-v2
     PASS with `cpu_match` Y, each tiny model its expected result, the custom pooling excluded as remote code."""
     out = tmp_path / "out"
@@ -39,10 +39,10 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path):
     run_py = (run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2") / "run.py").read_text()
     assert f"# pip install sentence-transformers=={ST.library_version}\n" in run_py
     assert "== sentence-transformers: the Hub's sentence-transformers models" in p.stderr
-    # run.py stands alone: rerun outside the sweep, it prints the same verdict
+    # run.py stands alone: rerun outside the sweep (against another server of the same catalog), it prints the same verdict
+    from neuron_support.hub import hub_env
     again = subprocess.run([sys.executable, "run.py"], cwd=run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2"),
-                           capture_output=True, text=True, timeout=900,
-                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"})
+                           capture_output=True, text=True, timeout=900, env={**os.environ, **hub_env(demo_hub, tmp_path / "hf")})
     outcome = json.loads(again.stdout.strip().splitlines()[-1])
     assert (outcome["result"], outcome["cpu_match"]) == ("PASS", "Y"), again.stderr[-2000:]
 
