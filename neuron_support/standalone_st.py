@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['SIMILARITY_TIE_MIN', 'st_load', 'st_compile', 'padded', 'st_call', 'st_run', 'run_sentence_embedding',
            'run_cross_encoder', 'st_reference', 'order_swaps', 'compare_ranking', 'similarities', 'ranking_text',
-           'check_embeddings', 'check_scores', 'check_st_run']
+           'check_embeddings', 'check_scores', 'st_steps', 'check_st_run']
 
 # %% ../nbs/13_sentence_transformers_runs.ipynb #b7e95e59
 import gc, importlib.metadata, time
@@ -152,6 +152,19 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
     verdict, words = compare_ranking(ref32, ref16, dev, "passage")
     return {"ok": verdict != "N", "cpu_match": "Y" if verdict == "Y" else f"{verdict} {words}", "prediction": prediction}
 
+def st_steps(plan:dict, ref:dict, dev:torch.Tensor)->list: # one dict per sentence or passage
+    "The run's figures item by item, for its notebook: each sentence's similarity to the first (or each passage's score) in fp32, in bf16 and on the device."
+    i = plan["inputs"]
+    if "sentences" in i:
+        cos = torch.nn.functional.cosine_similarity(dev, ref["fp32"], dim=-1)
+        sims = [similarities(t) for t in (ref["fp32"], ref["bf16"], dev)]
+        return [{"sentence": n + 1, "text": s, "similarity fp32": None if n == 0 else round(float(sims[0][n - 1]), 5),
+                 "bf16 CPU": None if n == 0 else round(float(sims[1][n - 1]), 5), "device": None if n == 0 else round(float(sims[2][n - 1]), 5),
+                 "cosine with fp32": round(float(cos[n]), 6)} for n, s in enumerate(i["sentences"])]
+    if dev.dim() != 1: return []
+    return [{"passage": n + 1, "text": p, "score fp32": round(float(ref["fp32"][n]), 4), "bf16 CPU": round(float(ref["bf16"][n]), 4),
+             "device": round(float(dev[n]), 4)} for n, p in enumerate(i["passages"])]
+
 def check_st_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a sentence-transformers run, against the CPU's fp32 and bf16 calls."
     try: ref = st_reference(plan, path, cache_dir)
@@ -161,7 +174,7 @@ def check_st_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     check = check_embeddings if plan["runner"] == "run_sentence_embedding" else check_scores
     c = check(ref["fp32"], ref["bf16"], out["output"])
     return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"],
-            "prediction": c["prediction"], "steps": []}
+            "prediction": c["prediction"], "steps": st_steps(plan, ref, out["output"]) if out["output"].shape == ref["fp32"].shape else []}
 
 RUNNERS.update(run_sentence_embedding=run_sentence_embedding, run_cross_encoder=run_cross_encoder)
 CHECKS.update(run_sentence_embedding=check_st_run, run_cross_encoder=check_st_run)
