@@ -298,9 +298,12 @@ def start_ray(stack:Stack, # the stack
     import ray
     if ray.is_initialized(): return ray
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    if address: ray.init(address=address, **quiet)
-    elif stack.device == "cuda": ray.init(num_cpus=os.cpu_count(), num_gpus=host_slots(stack, slots), **quiet)
-    else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet)
+    if address: ray.init(address=address, **quiet); return ray
+    # a run holds its Ray worker for its whole time: keep as many idle workers as runs can be in flight, or Ray kills
+    # those beyond the CPU count within a second and starts a new process for the next run (seconds each, where CPUs are few)
+    workers = dict(_system_config={"num_workers_soft_limit": max(os.cpu_count() or 1, host_slots(stack, slots))})
+    if stack.device == "cuda": ray.init(num_cpus=os.cpu_count(), num_gpus=host_slots(stack, slots), **quiet, **workers)
+    else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet, **workers)
     return ray
 
 def core_maps(ray, device:str)->dict: # {node id: CoreMap actor}
