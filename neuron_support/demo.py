@@ -568,6 +568,7 @@ def build_demo(dir:Path|str|None=None, # the catalog folder (default: `DEMO_DIR`
     "Build the demo catalog into `dir`, unless it is already there."
     dir = Path(dir or demo_dir()).expanduser()
     dir.mkdir(parents=True, exist_ok=True)
+    transformers.utils.logging.disable_progress_bar()   # a bar per shard written or loaded, dozens of them: the build is a minute
     with filelock.FileLock(dir/".demo.lock"):
         if is_built(dir): return dir
         (dir/STAMP).unlink(missing_ok=True)
