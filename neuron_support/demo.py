@@ -28,7 +28,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "3"
+DEMO_VERSION = "4"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -527,11 +527,11 @@ def demo_repos()->list: # DemoRepo, in catalog order
           "text-generation", "FAIL(load): no weights (config and tokenizer only)", 360_000, 49),
         R(d("tiny-bad-config"), save_malformed, "text-generation", "FAIL(load): config.json is not valid JSON", 295_000, 68),
         ST(d("tiny-st-dense"), partial(save_st, dense=True, normalize=True), "sentence-similarity",
-           "run_sentence_embedding: mean pooling, Dense, Normalize", 640_000, 44),
-        ST(d("tiny-st-cls"), partial(save_st, pooling="cls"), "feature-extraction", "run_sentence_embedding: CLS pooling", 380_000, 21),
+           "run_sentence_embedding: mean pooling, Dense, Normalize", 615_000, 44),
+        ST(d("tiny-st-cls"), partial(save_st, pooling="cls"), "feature-extraction", "run_sentence_embedding: CLS pooling", 385_000, 21),
         ST(d("tiny-cross-encoder"), save_cross_encoder, "text-ranking", "run_cross_encoder: a one-label reranker", 290_000, 38),
         ST(d("tiny-st-custom-pooling"), save_st_custom, "sentence-similarity",
-           "excluded: trust-remote-code (modules.json names the repo's own pooling)", 210_000, 12),
+           "excluded: trust-remote-code (modules.json names the repo's own pooling)", 210_000, 13),
     ]
 
 # %% ../nbs/02_demo.ipynb #b56c01ed

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest, torch, transformers
 
+from neuron_support.library import libraries
 from neuron_support.demo import build_demo, folder_digest, package_folder
 
 ORG = "neuron-support-demo"
@@ -87,7 +88,7 @@ def test_every_entry_has_its_files(catalog, entries):
         assert "config.json" in files, id
         assert "tokenizer.json" in files or "vocab.txt" in files, id
         assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
-        assert e["library_name"] == "transformers" and e["pipeline_tag"] and e["demo"]["covers"], id
+        assert e["library_name"] in libraries() and e["pipeline_tag"] and e["demo"]["covers"], id
         assert isinstance(e["downloads"], int) and isinstance(e["trendingScore"], int), id
     downloads = [e["downloads"] for e in entries.values()]
     trending = [e["trendingScore"] for e in entries.values()]
