@@ -27,7 +27,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-HUB_PORT = free_port()
+def reserved_port(low: int = 20000, high: int = 30000) -> int:
+    """A port nothing listens on now, outside the kernel's ephemeral range (32768 and up) and Ray's worker ports (up
+    to 19999). The `hub` server starts on it long after this file is imported; meanwhile Ray and the runs open many
+    sockets on ephemeral ports, and one of them could take a port that `free_port` had handed out."""
+    import random
+    rng = random.Random(os.getpid())
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        with socket.socket() as s:
+            try: s.bind(("127.0.0.1", port)); return port
+            except OSError: continue
+    return free_port()
+
+
+HUB_PORT = reserved_port()
 HUB_ENDPOINT = f"http://127.0.0.1:{HUB_PORT}"
 HUB_PAGE_SIZE = 3  # small, so that every listing in the tests goes through Link paging
 DEMO_PAGE_SIZE = 5  # the demo catalog's listings span several pages too
