@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['ST_TASKS', 'SENTENCES', 'QUERY', 'PASSAGES', 'ST_RUNNERS', 'SENTENCE_TRANSFORMERS', 'st_model_type', 'st_inputs',
-           'st_plan', 'module_types', 'remote_modules', 'read_modules_json', 'st_exclusion']
+           'st_plan', 'module_types', 'remote_modules', 'read_modules_json', 'st_fit', 'st_exclusion']
 
 # %% ../nbs/12_sentence_transformers.ipynb #df19f3b2
 import json
@@ -13,7 +13,7 @@ from huggingface_hub.errors import EntryNotFoundError
 from .stack import UsageError
 from .library import Library, register, carried_code
 from .plan import Plan, MAX_CORES, ENCODER_LENGTH, ENCODER_TEXT, read_text, checkpoint_weight_bytes, plan_cores, info_checkpoint
-from .select import missing_config, remote_code, quantization, no_weights, gated
+from .select import exclusion
 
 # %% ../nbs/12_sentence_transformers.ipynb #6135b467
 ST_TASKS = ("sentence-similarity", "feature-extraction", "text-ranking")
@@ -70,22 +70,23 @@ def read_modules_json(info, api:HfApi|None, token:str|None=None)->str|None:
                                      endpoint=api.endpoint if api else None)).read()
     except EntryNotFoundError: return None
 
+def st_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # ("too-large", reason) or (None, (runner, class, bytes, cores, fit))
+    "The plan's runner and fit for a listing item, or why it is too large: the fit step of the card's exclusions, for this library."
+    try: p = st_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
+    except UsageError as e: return "too-large", str(e)
+    return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
+
 def st_exclusion(info, # the listing's item
                  stack, # the stack the sweep runs on
                  token:str|None=None, # the Hub token, for gated repos
                  max_cores:int=MAX_CORES, # the card's limit
                  api:HfApi|None=None, # the client
                 )->tuple: # (category, reason) or (None, (runner, class, weight bytes, cores, fit))
-    "Why a sentence-transformers model is left out, or its runner and fit."
-    if why := missing_config(info): return "no-config", why
-    if why := remote_code(info.config, info.tags or []): return "trust-remote-code", why
-    if why := quantization(info.config): return "quantized", why
-    try: p = st_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
-    except UsageError as e: return "too-large", str(e)
-    if why := no_weights(info): return "no-weights", why
-    if why := gated(info, api.endpoint if api else None, token): return "gated", why
-    if why := remote_modules(read_modules_json(info, api, token)): return "trust-remote-code", why
-    return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
+    "Why a sentence-transformers model is left out, or its runner and fit: the card's exclusions, then the modules' code."
+    category, why = exclusion(info, stack, token, max_cores, api, fit=st_fit)
+    if category: return category, why
+    if reason := remote_modules(read_modules_json(info, api, token)): return "trust-remote-code", reason
+    return None, why
 
 # %% ../nbs/12_sentence_transformers.ipynb #b6e57286
 SENTENCE_TRANSFORMERS = register(Library(

@@ -182,12 +182,13 @@ def exclusion(info:ModelInfo, # the listing's item
               token:str|None=None, # the Hub token, for gated repos
               max_cores:int=MAX_CORES, # the card's limit
               api:HfApi|None=None, # the client (its endpoint, for the gated check)
+              fit=None, # fit(info, stack, max_cores, api) -> (category, reason) or (None, fit): the library's plan (None: `runner_and_fit`)
              )->tuple: # (category, reason) or (None, (runner, head class, weight bytes, cores))
-    "Why the model is left out, or the runner and fit it would run with."
+    "Why the model is left out, or the runner and fit it would run with: the card's rules, in the card's order, for every library."
     if why := missing_config(info): return "no-config", why
     if why := remote_code(info.config, info.tags or []): return "trust-remote-code", why
     if why := quantization(info.config): return "quantized", why
-    category, fit = runner_and_fit(info, stack, max_cores, api)
+    category, fit = (fit or runner_and_fit)(info, stack, max_cores, api)
     if category: return category, fit
     if why := no_weights(info): return "no-weights", why
     if why := gated(info, api.endpoint if api else None, token): return "gated", why

@@ -135,12 +135,10 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
     if dev.shape != ref32.shape: return {"ok": False, "cpu_match": f"N output shape {list(dev.shape)} vs {list(ref32.shape)}", "prediction": ""}
     if bool(torch.isnan(dev).any()): return {"ok": False, "cpu_match": "N the device output has NaNs", "prediction": ""}
     if dev.dim() == 2:   # several labels a pair (NLI): each pair's label, near-ties as the card's
-        p32, p16, pdev, lp32 = ref32.argmax(-1), ref16.argmax(-1), dev.argmax(-1), ref32.log_softmax(-1)
+        p32, p16, pdev = ref32.argmax(-1), ref16.argmax(-1), dev.argmax(-1)
         prediction = "labels " + " ".join(str(int(p)) for p in pdev)
-        for i in (pdev != p32).nonzero().reshape(-1).tolist():
-            if pdev[i] == p16[i]: continue
-            tie, gap = near_tie(lp32[i], int(p32[i]), int(pdev[i]))
-            if not tie: return {"ok": False, "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} (gap {gap:.3f})", "prediction": prediction}
+        verdict, i, gap = compare_predictions(ref32.log_softmax(-1), p32, p16, pdev)   # the encoders' rule for each prediction
+        if verdict == "N": return {"ok": False, "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} (gap {gap:.3f})", "prediction": prediction}
         return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     allowed = torch.clamp(BF16_DRIFT_FACTOR * (ref16 - ref32).abs(), min=SCORE_MAX_DISTANCE)
     d = (dev - ref32).abs()
