@@ -4,16 +4,17 @@
 
 # %% auto #0
 __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOKEN', 'DEMO_DIR', 'SMOLLM2_GGUF', 'GGUF_SCALARS',
-           'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING', 'GPTQ',
-           'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer',
-           'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm',
-           'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config', 'save_bert', 'folder_digest',
-           'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart',
-           'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
-           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'edit_config',
-           'save_changed', 'quantize_top', 'quantize_text', 'custom_code', 'save_custom_code', 'meta_parameters',
-           'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo', 'demo_repos', 'catalog_table',
-           'content_version', 'is_built', 'catalog_json', 'build_demo']
+           'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING',
+           'CUSTOM_UNET', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder',
+           'read_gguf', 'gguf_tokenizer', 'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights',
+           'save_smollm2', 'save_minilm', 'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config',
+           'save_bert', 'folder_digest', 'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5',
+           'save_bart', 'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
+           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer',
+           'tiny_clip', 'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet',
+           'edit_config', 'save_changed', 'quantize_top', 'quantize_text', 'custom_code', 'save_custom_code',
+           'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo', 'demo_repos',
+           'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, math, os, shutil, struct, tempfile, zlib
@@ -28,7 +29,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "4"
+DEMO_VERSION = "5"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -380,6 +381,82 @@ def save_st_custom(dest:Path, catalog:Path):
     (dest / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
     (dest / "custom_pooling.py").write_text(CUSTOM_POOLING)
 
+# %% ../nbs/02_demo.ipynb #c588f01b
+def clip_tokenizer(dest:Path, # the tokenizer's folder
+                  )->transformers.CLIPTokenizer:
+    "A CLIP tokenizer of single bytes: the 256 byte symbols, each also as a word end, no merges, and CLIP's two control tokens."
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    chars = list(bytes_to_unicode().values())
+    vocab = {**{c: i for i, c in enumerate(chars)}, **{c + "</w>": 256 + i for i, c in enumerate(chars)},
+             "<|startoftext|>": 512, "<|endoftext|>": 513}
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest/"vocab.json").write_text(json.dumps(vocab)); (dest/"merges.txt").write_text("#version: 0.2\n")
+    tok = transformers.CLIPTokenizer(str(dest/"vocab.json"), str(dest/"merges.txt"), model_max_length=77)
+    tok.save_pretrained(dest)
+    return tok
+
+def tiny_clip(projection:bool=False, # CLIPTextModelWithProjection (SDXL, SD3) rather than CLIPTextModel (SD 1.x)
+             ):
+    "A tiny CLIP text encoder over `clip_tokenizer`'s 514 tokens, from the current seed."
+    cfg = transformers.CLIPTextConfig(vocab_size=514, hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+                                      max_position_embeddings=77, projection_dim=32, bos_token_id=512, eos_token_id=513, pad_token_id=513)
+    return (transformers.CLIPTextModelWithProjection if projection else transformers.CLIPTextModel)(cfg)
+
+def tiny_vae(**kwargs): # AutoencoderKL settings beyond the tiny ones (SD3's shift and scaling)
+    "A tiny AutoencoderKL: half the pixels a side, 4 latent channels, and no attention block in the middle (see above)."
+    from diffusers import AutoencoderKL
+    return AutoencoderKL(block_out_channels=(16, 32), in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+                         up_block_types=("UpDecoderBlock2D",) * 2, latent_channels=4, norm_num_groups=8, sample_size=64,
+                         mid_block_add_attention=False, **kwargs)
+
+def save_pipeline(dest:Path, pipe):
+    "A pipeline's folders, in bf16."
+    from diffusers.utils import logging
+    before = logging.get_verbosity()
+    logging.set_verbosity_error()   # `to()` warns of the modules to keep in float32: a tiny random model has none
+    try: pipe.to(torch.bfloat16).save_pretrained(dest)
+    finally: logging.set_verbosity(before)
+
+def save_tiny_sd(dest:Path, catalog:Path):
+    "A tiny Stable-Diffusion-style pipeline: CLIP text encoder, UNet with cross-attention, VAE, Euler scheduler; 64 by 64 pixels by default."
+    from diffusers import UNet2DConditionModel, EulerDiscreteScheduler, StableDiffusionPipeline
+    torch.manual_seed(seed_of(dest.name))
+    unet = UNet2DConditionModel(block_out_channels=(16, 32), layers_per_block=1, sample_size=32, in_channels=4, out_channels=4,
+                                down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+                                cross_attention_dim=32, norm_num_groups=8, attention_head_dim=4)
+    sched = EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", steps_offset=1)
+    save_pipeline(dest, StableDiffusionPipeline(unet=unet, vae=tiny_vae(), text_encoder=tiny_clip(), tokenizer=clip_tokenizer(dest/"tokenizer"),
+                                                scheduler=sched, safety_checker=None, feature_extractor=None, requires_safety_checker=False))
+
+def save_tiny_sd3(dest:Path, catalog:Path):
+    "A tiny Stable-Diffusion-3-style pipeline: two CLIP encoders with projections, a T5 encoder, an MMDiT transformer, VAE, flow matching."
+    from diffusers import SD3Transformer2DModel, FlowMatchEulerDiscreteScheduler, StableDiffusion3Pipeline
+    torch.manual_seed(seed_of(dest.name))
+    t5_tok = bpe_tokenizer(catalog)
+    t5 = transformers.T5EncoderModel(transformers.T5Config(vocab_size=len(t5_tok), d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4,
+                                                            pad_token_id=t5_tok.pad_token_id))
+    transformer = SD3Transformer2DModel(sample_size=32, patch_size=2, in_channels=4, num_layers=2, attention_head_dim=8, num_attention_heads=4,
+                                        caption_projection_dim=32, joint_attention_dim=32, pooled_projection_dim=64, out_channels=4)
+    save_pipeline(dest, StableDiffusion3Pipeline(
+        transformer=transformer, scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
+        vae=tiny_vae(shift_factor=0.0609, scaling_factor=1.5305, use_quant_conv=False, use_post_quant_conv=False),
+        text_encoder=tiny_clip(True), tokenizer=clip_tokenizer(dest/"tokenizer"), text_encoder_2=tiny_clip(True),
+        tokenizer_2=clip_tokenizer(dest/"tokenizer_2"), text_encoder_3=t5, tokenizer_3=t5_tok))
+
+CUSTOM_UNET = ("from diffusers import UNet2DConditionModel\n\n"
+               "class MyUNet2DConditionModel(UNet2DConditionModel):\n"
+               "    \"A UNet the repo brings: diffusers imports this file only with trust_remote_code=True.\"\n")
+
+def save_sd_custom_unet(dest:Path, catalog:Path):
+    "The tiny SD pipeline whose UNet is a class of the repo's own `unet/my_unet.py`, as `model_index.json` names it."
+    save_tiny_sd(dest, catalog)
+    index = json.loads((dest/"model_index.json").read_text())
+    index["unet"] = ["my_unet", "MyUNet2DConditionModel"]
+    write_atomic(dest/"model_index.json", json.dumps(index, indent=2) + "\n")
+    (dest/"unet"/"my_unet.py").write_text(CUSTOM_UNET)
+    config = json.loads((dest/"unet"/"config.json").read_text())
+    write_atomic(dest/"unet"/"config.json", json.dumps({**config, "_class_name": "MyUNet2DConditionModel"}, indent=2) + "\n")
+
 # %% ../nbs/02_demo.ipynb #d33a1543
 def edit_config(dest:Path, # a repo folder with a config.json
                 change:Callable, # changes the parsed config in place
@@ -482,6 +559,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
     giant = giant_parameters()
     R = DemoRepo
     ST = partial(DemoRepo, library="sentence-transformers")
+    DF = partial(DemoRepo, library="diffusers")
     return [
         R(SMOLLM2_ID, lambda dest, catalog: save_smollm2(dest), "text-generation", "run_dense: real instruct model, fluent English", 2_400_000, 45),
         R(MINILM_ID, lambda dest, catalog: save_minilm(dest), "feature-extraction",
@@ -532,6 +610,13 @@ def demo_repos()->list: # DemoRepo, in catalog order
         ST(d("tiny-cross-encoder"), save_cross_encoder, "text-ranking", "run_cross_encoder: a one-label reranker", 290_000, 38),
         ST(d("tiny-st-custom-pooling"), save_st_custom, "sentence-similarity",
            "excluded: trust-remote-code (modules.json names the repo's own pooling)", 210_000, 13),
+        DF(d("tiny-sd"), save_tiny_sd, "text-to-image", "run_text_to_image: UNet pipeline (CLIP, UNet, VAE)", 720_000, 57),
+        DF(d("tiny-sd3"), save_tiny_sd3, "text-to-image", "run_text_to_image: transformer pipeline (two CLIPs, T5, MMDiT, VAE)",
+           470_000, 83),
+        DF(d("tiny-sd-gated"), save_tiny_sd, "text-to-image", "gated: a gated pipeline, left out without the catalog token",
+           255_000, 15, gated="manual"),
+        DF(d("tiny-sd-custom-unet"), save_sd_custom_unet, "text-to-image",
+           "excluded: trust-remote-code (model_index.json names the repo's own UNet class)", 190_000, 35),
     ]
 
 # %% ../nbs/02_demo.ipynb #b56c01ed

@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['LFS_SUFFIXES', 'LFS_MIN_SIZE', 'FIRST_DATE', 'KINDS', 'LIST_FIELDS', 'SORT_ALIASES', 'PAGE_SIZE', 'REPO_NAME',
            'SHA256', 'ROUTES', 'LOOPBACK', 'HubError', 'file_ids', 'is_lfs', 'commit_sha', 'now_iso',
-           'safetensors_header', 'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'sibling', 'names_only',
-           'listing_fields', 'matches', 'page', 'file_entry', 'folder_entry', 'tree', 'paths_info', 'byte_range',
-           'writing', 'repo_path', 'route', 'HubHandler', 'parse_form', 'front_matter', 'HubServer', 'make_server',
-           'serve_catalog', 'wait_for', 'hub_server', 'hub_env']
+           'safetensors_header', 'safetensors_parameters', 'Repo', 'Catalog', 'repo_state_dir', 'pipeline_config',
+           'sibling', 'names_only', 'listing_fields', 'matches', 'page', 'file_entry', 'folder_entry', 'tree',
+           'paths_info', 'byte_range', 'writing', 'repo_path', 'route', 'HubHandler', 'parse_form', 'front_matter',
+           'HubServer', 'make_server', 'serve_catalog', 'wait_for', 'hub_server', 'hub_env']
 
 # %% ../nbs/01_hub.ipynb #bb4735d6
 import base64, contextlib, importlib.util, datetime, fcntl, hashlib, json, math, os, re, select, shutil, struct, subprocess, sys
@@ -182,15 +182,23 @@ def resolve(self:Catalog, kind:str, repo_id:str, rev:str)->tuple:
     raise HubError(404, "RevisionNotFound", f"Invalid rev id: {rev}")
 
 # %% ../nbs/01_hub.ipynb #8bd958c0
+def pipeline_config(root:Path, # the catalog folder
+                    files:dict, # path -> entry of one commit
+                   )->dict|None:
+    "What the Hub gives as the `config` of a diffusers pipeline: its `model_index.json`'s class, under `diffusers`; None for other repos."
+    if "model_index.json" not in files: return None
+    index = json.loads((root/files["model_index.json"]["src"]).read_text())
+    return {"diffusers": {"_class_name": index.get("_class_name")}} if isinstance(index, dict) else None
+
 @patch
 def derived(self:Catalog, commit:dict)->dict:
     "config and safetensors of a commit, computed once."
     with self.lock:
         if commit["sha"] not in self.computed:
             files = commit["files"]
-            try: config = json.loads((self.root/files["config.json"]["src"]).read_text()) if "config.json" in files else None
+            try: config = json.loads((self.root/files["config.json"]["src"]).read_text()) if "config.json" in files else pipeline_config(self.root, files)
             except (OSError, ValueError): config = None
-            weights = [self.root/e["src"] for p, e in files.items() if p.endswith(".safetensors")]
+            weights = [self.root/e["src"] for p, e in files.items() if p.endswith(".safetensors") and "/" not in p]  # the Hub reads the root's only
             self.computed[commit["sha"]] = {"config": config if isinstance(config, dict) else None,
                                            "safetensors": safetensors_parameters(weights)}
         return self.computed[commit["sha"]]

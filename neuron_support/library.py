@@ -24,6 +24,7 @@ class Library:
     runner_code: Callable = lambda: ""  # () -> the text run.py carries after `standalone`: this library's runners and checks
     tested: str = ""            # what a run tests, in a sentence of the dataset card
     version: Callable|None = None # () -> the version that names the pair (default: the installed distribution's)
+    config_file: str = "config.json" # the file a plan reads first (a diffusers pipeline's is model_index.json)
 
     def installed_version(self)->str:
         "The library's version as the pair names it."
@@ -31,7 +32,8 @@ class Library:
 
 # %% ../nbs/03a_library.ipynb #64e77263
 LIBRARIES = {} # name -> Library, in registration order
-LIBRARY_MODULES = {"transformers": "neuron_support.select", "sentence-transformers": "neuron_support.lib_st"} # the project's libraries and the modules that register them
+LIBRARY_MODULES = {"transformers": "neuron_support.select", "sentence-transformers": "neuron_support.lib_st",
+                   "diffusers": "neuron_support.lib_diffusers"} # the project's libraries and the modules that register them
 
 def register(lib:Library)->Library:
     "Add a library to the registry (a second registration of a name replaces the first)."

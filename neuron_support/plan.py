@@ -136,6 +136,7 @@ class Checkpoint:
     local: Path|None = None # the folder, when the model id is one
     parameters: dict = field(default_factory=dict) # {dtype: count} from the safetensors metadata
     pickle_bytes: int = 0 # total size of its pytorch_model*.bin files, when it has no safetensors
+    endpoint: str|None = None # the Hub it was found on (None: a local folder, or the environment's Hub)
 
 def gated(model_id:str)->str:
     "What to say of a gated model this process may not read."
@@ -158,7 +159,8 @@ def info_checkpoint(info, # the Hub's ModelInfo: model_info's answer or a listin
     "A Hub repo's `Checkpoint` from what the Hub said about it."
     params = dict(info.safetensors.parameters) if info.safetensors else {}
     pickled = 0 if params else hub_pickle_bytes(api, model_id or info.id, info.sha, info.siblings or [])
-    return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled)
+    return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled,
+                      api.endpoint)
 
 def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
     "Total size of a Hub repo's pytorch_model*.bin files: from its siblings when they carry sizes, else from the files' metadata."
@@ -214,16 +216,17 @@ def read_text(ck:Checkpoint, name:str)->str|None:
     "The text of one file of the checkpoint, or None when it has no such file."
     if name not in ck.files: return None
     if ck.local: return (ck.local / name).read_text()
-    try: return Path(hf_hub_download(ck.model_id, name, revision=ck.revision)).read_text()
+    try: return Path(hf_hub_download(ck.model_id, name, revision=ck.revision, endpoint=ck.endpoint)).read_text()
     except EntryNotFoundError: return None
 
-def read_config(ck:Checkpoint)->dict:
-    "The parsed config.json, or a UsageError saying what is wrong with it."
-    text = read_text(ck, "config.json")
-    if text is None: raise UsageError(f"model {ck.model_id!r} has no config.json")
+def read_config(ck:Checkpoint, name:str="config.json", # the config's file: a diffusers pipeline's is model_index.json
+               )->dict:
+    "The parsed config, or a UsageError saying what is wrong with it."
+    text = read_text(ck, name)
+    if text is None: raise UsageError(f"model {ck.model_id!r} has no {name}")
     try: config = json.loads(text)
-    except json.JSONDecodeError as e: raise UsageError(f"malformed config.json in {ck.model_id!r}: {e}") from None
-    if not isinstance(config, dict): raise UsageError(f"malformed config.json in {ck.model_id!r}: not a JSON object")
+    except json.JSONDecodeError as e: raise UsageError(f"malformed {name} in {ck.model_id!r}: {e}") from None
+    if not isinstance(config, dict): raise UsageError(f"malformed {name} in {ck.model_id!r}: not a JSON object")
     return config
 
 # %% ../nbs/03_plan.ipynb #b271d945
@@ -287,7 +290,8 @@ def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_
     shardable = runner in ("run_dense", "run_multimodal") and tp or runner == "run_dense_ep"
     n = cores_needed(weight_bytes, core_gb, max_cores if shardable else 1)
     if n is None and not shardable:
-        why = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core"}.get(runner, "no tensor-parallel plan")
+        why = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core",
+               "run_text_to_image": "a pipeline runs whole on one core"}.get(runner, "no tensor-parallel plan")
         raise UsageError(f"model does not fit on one core of {core_gb:g} GiB ({why}): " + fit(None, 1))
     if n is None: raise UsageError(fit(None, max_cores))
     return n, fit(n, max_cores)
@@ -307,8 +311,9 @@ def make_plan(model_id:str, # Hub id or local folder
     if not model_id or not str(model_id).strip(): raise UsageError("empty model id")
     if cores: check_cores(cores, max_cores)  # before any request: a wrong number is the user's, whatever the model
     try:
-        ck = find_checkpoint(model_id, revision)
-        return checkpoint_plan(ck, read_config(ck), stack or detect_stack(), max_cores, cores, core_gb,
+        from neuron_support.library import library_of  # the registry imports the libraries, which plan with this module
+        ck, stack = find_checkpoint(model_id, revision), stack or detect_stack()
+        return checkpoint_plan(ck, read_config(ck, library_of(stack.library).config_file), stack, max_cores, cores, core_gb,
                                max_new_tokens=max_new_tokens, prompt=prompt, min_new_tokens=min_new_tokens)
     except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not
 

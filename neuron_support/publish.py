@@ -306,11 +306,12 @@ def dataset_files(data_dir, # the dataset folder
                   repo:str, # the dataset repo, for the card's examples
                   tables:dict|None=None, # {pair: table} to publish (default: the folder's own)
                  )->dict: # {path in repo: bytes}
-    "What the dataset repo should hold, from the folder: the card, the tables and the run notebooks."
+    "What the dataset repo should hold, from the folder: the card, the tables, the run notebooks and a text-to-image run's pictures."
     root = Path(data_dir)
     tables = read_tables(root) if tables is None else tables
     files = {"README.md": render_card(tables, repo).encode(), **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())}}
-    for p in sorted(root.glob("runs/*/*/*/run.ipynb")): files[p.relative_to(root).as_posix()] = p.read_bytes()
+    for pattern in ("runs/*/*/*/run.ipynb", "runs/*/*/*/image.png", "runs/*/*/*/image_cpu.png"):
+        for p in sorted(root.glob(pattern)): files[p.relative_to(root).as_posix()] = p.read_bytes()
     return files
 
 # %% ../nbs/08_publish.ipynb #e2dee93d

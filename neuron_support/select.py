@@ -140,7 +140,9 @@ def gated(info:ModelInfo, # the listing's item
     "Why the token cannot read a gated repo, or None when it is not gated or the token may read it."
     if not info.gated: return None
     if not token: return f"gated ({info.gated}): no Hub token is set to request its files"
-    try: get_hf_file_metadata(hf_hub_url(info.id, "config.json", revision=info.sha, endpoint=endpoint), token=token)
+    names = [s.rfilename for s in info.siblings or []]
+    probe = next((n for n in ("config.json", "model_index.json") if n in names), names[0] if names else "config.json")  # a file it has
+    try: get_hf_file_metadata(hf_hub_url(info.id, probe, revision=info.sha, endpoint=endpoint), token=token)
     except HfHubHTTPError as e:
         if e.response is not None and e.response.status_code in (401, 403):
             return f"gated ({info.gated}): the Hub token may not read it (HTTP {e.response.status_code})"
