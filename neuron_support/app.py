@@ -4,16 +4,18 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'VIEWS', 'FIGURE', 'LATEST', 'ALL', 'LIMIT',
-           'HISTORY', 'BY_LIBRARY', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED',
-           'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order',
-           'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary',
-           'hub_popularity', 'popularity_or_none', 'changes_of', 'history', 'by_library', 'model_row', 'text_of',
-           'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'result_class', 'safe_url',
-           'render', 'header_of', 'diff_of', 'pair_diff', 'across_libraries', 'diff_note', 'regressions', 'diff_start',
-           'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices',
-           'section_of', 'models_section', 'models_page', 'script_header', 'model_page', 'clean_notebook_html',
-           'notebook_exporter', 'notebook_html', 'run_file', 'notebook_page', 'quiet_gradio', 'compiler_view',
-           'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'PICTURES', 'CLOSENESS', 'TITLE', 'SAFE_URL',
+           'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair',
+           'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from',
+           'Results', 'view_rows', 'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of',
+           'history', 'by_library', 'model_row', 'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text',
+           'graph_breaks_text', 'picture_files', 'run_folder', 'picture_url', 'pictures_of', 'closeness_of',
+           'result_class', 'safe_url', 'render', 'header_of', 'diff_of', 'pair_diff', 'across_libraries', 'diff_note',
+           'regressions', 'diff_start', 'failure_causes', 'cache_by_pair', 'results_by_pair', 'passing_resources',
+           'charts', 'model_link', 'choices', 'section_of', 'models_section', 'models_page', 'script_header',
+           'model_page', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'run_file', 'notebook_page',
+           'pictures_start', 'picture_grid', 'quiet_gradio', 'compiler_view', 'GradioAssets', 'web_app',
+           'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/10_app.ipynb #14239873
 import os, re, threading, time
@@ -30,11 +32,11 @@ from matplotlib.ticker import MaxNLocator
 
 import uvicorn
 from huggingface_hub import HfFileSystem, HfApi
-from huggingface_hub.errors import RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from .stack import UsageError, check_port
 from .publish import (RESULTS, PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
-                                    table_path, merge, empty_table, REPO, COLUMNS)
+                                    table_path, notebook_path, merge, empty_table, REPO, COLUMNS)
 
 # %% ../nbs/10_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -148,8 +150,9 @@ class Results:
     def __init__(self, df:pd.DataFrame, # load_tables' frame
                  popularity:pd.DataFrame|None=None, # model_id, downloads, trending_score (hub_popularity)
                  source:str="", # where the tables came from: a folder or hf://datasets/ORG/NAME
+                 pictures:frozenset=frozenset(), # the paths of the runs' pictures in the dataset (picture_files)
                 ):
-        self.source, self.pairs = str(source), pair_order(df)
+        self.source, self.pairs, self.pictures = str(source), pair_order(df), frozenset(pictures)
         rank = {p: i for i, p in enumerate(self.pairs)}
         df = df.assign(pair_index=df.pair.map(rank)).sort_values(["pair_index", "model_id"], ignore_index=True)
         self.df, self.shown = df, display_columns(df)
@@ -324,6 +327,41 @@ def graph_breaks_text(row:pd.Series)->str:
     "How many graph breaks the run compiled with, and the first; empty when the graph was whole or nothing compiled."
     n = row.graph_breaks
     return "" if pd.isna(n) or n == 0 else f"{plural(int(n), 'break')}, the first at {text_of(row.graph_break)}"
+
+# %% ../nbs/10_app.ipynb #a7c1d002
+DEVICE_PICTURE, CPU_PICTURE = "image.png", "image_cpu.png"
+PICTURES = {DEVICE_PICTURE: "device (bf16, compiled)", CPU_PICTURE: "CPU fp32 reference"}   # beside a run's notebook, with their captions
+
+def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
+                 )->frozenset: # paths in the dataset: runs/<pair>/<org>--<name>/image.png (and image_cpu.png)
+    "The pictures the runs left in the dataset."
+    if repo := hub_repo(data):
+        try: found = [f.path for f in HfApi(endpoint=os.environ.get("HF_ENDPOINT")).list_repo_tree(repo, "runs", recursive=True, repo_type="dataset")]
+        except EntryNotFoundError: return frozenset()   # no runs/ folder
+    else: found = [p.relative_to(data).as_posix() for name in PICTURES for p in Path(data).glob(f"runs/*/*/*/{name}")]
+    return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in PICTURES)
+
+# %% ../nbs/10_app.ipynb #a7c1d007
+CLOSENESS = re.compile(r"PSNR\b.*")
+
+def run_folder(pair:str, model_id:str)->str:
+    "The folder of a model's run on a pair, in the dataset: its notebook and its pictures."
+    return notebook_path(pair, model_id).rsplit("/", 1)[0]
+
+def picture_url(self:Results, pair:str, model_id:str, name:str, # one of PICTURES
+               )->str|None: # its address, None when the run left no such picture
+    "Where one picture of a model's run can be fetched."
+    path = f"{run_folder(pair, model_id)}/{name}"
+    return notebook_url(self.source, path, raw=True) if path in self.pictures else None
+
+def pictures_of(self:Results, pair:str, model_id:str)->list: # [(caption, address)], the device's first
+    "The pictures a model's run on a pair left beside its notebook."
+    return [(caption, url) for name, caption in PICTURES.items() if (url := self.picture_url(pair, model_id, name))]
+
+def closeness_of(notes)->str:
+    "The closeness figure in a text-to-image run's notes (`PSNR 45.7 dB with fp32 ...`); empty when there is none."
+    return m[0] if (m := CLOSENESS.search(text_of(notes))) else ""
+Results.picture_url, Results.pictures_of = picture_url, pictures_of
 
 # %% ../nbs/10_app.ipynb #d2c660c6
 TITLE = "torch-neuronx model support"
@@ -521,7 +559,8 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
                ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
-                       details=details, run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
+                       details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
+                       run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 Results.model_page = model_page
 
 # %% ../nbs/10_app.ipynb #609cfc9c
@@ -562,6 +601,20 @@ def notebook_page(self:Results, path:str)->tuple: # (status, html)
     return (404 if body is None else 200), render("notebook.html", path=path, body=body, raw=notebook_url(self.source, path, raw=True), devices=self.devices)
 Results.run_file, Results.notebook_page = run_file, notebook_page
 
+# %% ../nbs/10_app.ipynb #a7c1d014
+def pictures_start(self:Results)->str:
+    "The pair the Pictures tab opens on: the newest whose runs left pictures, else the newest."
+    return next((p for p in reversed(self.pairs) if any(f.startswith(f"runs/{p}/") for f in self.pictures)), self.newest)
+
+def picture_grid(self:Results, pair:str)->str: # the Pictures tab's HTML
+    "Each model's device picture on a pair, captioned with its id and result, each opening its page."
+    if pair not in self.by_pair: raise UsageError(f"pair {pair!r} is not in the dataset")
+    ix = self.by_pair[pair]
+    cards = [dict(model_id=m, result=r, link=model_link(m, pair), picture=url)
+             for m, r in zip(self.col["model_id"][ix], self.col["result"][ix]) if (url := self.picture_url(pair, m, DEVICE_PICTURE))]
+    return render("pictures_grid.html", pair=pair, library=self.library_of[pair], models=len(ix), cards=cards)
+Results.pictures_start, Results.picture_grid = pictures_start, picture_grid
+
 # %% ../nbs/10_app.ipynb #4d848903
 def quiet_gradio():
     "Switch off Gradio's analytics, version check and the Hub client's telemetry, before Gradio is imported."
@@ -570,10 +623,10 @@ def quiet_gradio():
     import gradio as gr
     return gr
 
-TABS = ("diff", "failures", "charts")
+TABS = ("diff", "failures", "charts", "pictures")
 
 def compiler_view(self:Results)->"gr.Blocks":
-    "The Gradio page of regressions, failure causes and charts."
+    "The Gradio page of regressions, failure causes, charts and a text-to-image pair's pictures."
     gr = quiet_gradio()
     with gr.Blocks(title=f"Regressions, failure causes and charts · {TITLE}", analytics_enabled=False) as app:
         gr.HTML(render("compiler_header.html", devices=self.devices))   # HTML, not Markdown: Gradio opens Markdown links in a new tab
@@ -594,15 +647,19 @@ def compiler_view(self:Results)->"gr.Blocks":
                 chart_resources = gr.Plot(format="png", elem_id="chart-resources")
                 gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
                 cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
+            with gr.Tab("Pictures", id="pictures", visible=bool(self.pictures)) as pictures_tab:
+                ppair = gr.Dropdown(self.pairs[::-1], value=self.pictures_start(), label="Pair", elem_id="picture-pair")
+                grid = gr.HTML(elem_id="pictures-tab")
         quiet = dict(show_progress="hidden", queue=False)
         gr.on([a.change, b.change, only.change], self.regressions, [a, b, only], [diffs, note], **quiet)
         gr.on([failures_tab.select, fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)
         charts_tab.select(self.charts, None, [chart_results, chart_resources], **quiet)
-        def opened(a_, b_, request: gr.Request):
+        gr.on([pictures_tab.select, ppair.change], self.picture_grid, ppair, grid, **quiet)
+        def opened(a_, b_, p_, request: gr.Request):
             tab = request.query_params.get("tab") if request else None   # none: leave the tab alone, the user may have clicked one
             return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), *self.regressions(a_, b_), self.failure_causes() if tab == "failures" else gr.skip(),
-                    *(self.charts() if tab == "charts" else (gr.skip(), gr.skip())))
-        app.load(opened, [a, b], [tabs, diffs, note, causes, chart_results, chart_resources], **quiet)
+                    *(self.charts() if tab == "charts" else (gr.skip(), gr.skip())), self.picture_grid(p_) if tab == "pictures" else gr.skip())
+        app.load(opened, [a, b, ppair], [tabs, diffs, note, causes, chart_results, chart_resources, grid], **quiet)
     return app
 Results.compiler_view = compiler_view
 
@@ -671,7 +728,9 @@ def web_app(self:Results)->"fastapi.FastAPI":
 
     @app.get("/files/{path:path}")
     def files(path:str):
-        if f := self.run_file(path): return FileResponse(f, filename=f.name)
+        if f := self.run_file(path):
+            return FileResponse(f, filename=f.name, content_disposition_type="inline" if f.name in PICTURES else "attachment",
+                                headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
         return Response("not found", 404, media_type="text/plain")
 
     gr = quiet_gradio()
@@ -687,10 +746,10 @@ def wants_popularity(data:str, popularity:bool|None=None)->bool:
 def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME
                  popularity:bool|None=None, # ask the Hub for downloads and trending scores (None: see wants_popularity)
                 )->Results:
-    "The dataset's tables, in memory, with the Hub's popularity figures when it answers."
+    "The dataset's tables, in memory, with the runs' pictures listed, and the Hub's popularity figures when it answers."
     df = load_tables(data)
     pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
-    return Results(df, pop, source=str(data))
+    return Results(df, pop, source=str(data), pictures=picture_files(data))
 
 def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME
               port:int|None=None, # default: GRADIO_SERVER_PORT, else 7860

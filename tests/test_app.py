@@ -1,14 +1,16 @@
 """The lookup app in a real browser: Debian's Chromium driven by Playwright, against the app started as a child
 process on 127.0.0.1, serving a dataset published to the local Hub and read back through hf://datasets/...
 (and a second app over a local folder of one CPU pair, with an executed notebook: the notebook's page, and the
-compiler view's sentence when there is nothing to compare; and a third over a folder of two libraries' pairs, with a
-model that both ran: the library filter, the model's rows side by side, no diff across libraries).
+compiler view's sentence when there is nothing to compare; a third over a folder of two libraries' pairs, with a
+model that both ran: the library filter, the model's rows side by side, no diff across libraries; and a fourth, over a
+folder and over the same data on the local Hub, of a diffusers pair whose runs left their pictures: the model's page
+shows them, the compiler view's Pictures tab shows them all, and `/files/` serves them and nothing outside `runs/`).
 
 The dataset uses the local Hub's model ids (tests/conftest.py), so that the app's Downloads and Trending views are
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
 script: they must show as text, and the script must never run.
 """
-import json, os, re, shutil, socket, subprocess, sys, time, urllib.parse, urllib.request
+import json, os, re, shutil, socket, subprocess, sys, time, urllib.error, urllib.parse, urllib.request
 from urllib.parse import urlparse
 from pathlib import Path
 
@@ -552,6 +554,153 @@ def test_no_diff_across_two_libraries(browser, libraries_url, tmp_path):
     pg.locator("#diff-note").get_by_text("The two pairs are of different libraries", exact=False).wait_for(timeout=15_000)
     assert "sentence-transformers" in pg.locator("#diff-note").inner_text()
     assert pg.locator("#diff [role=gridcell]").get_by_text(MINILM, exact=True).count() == 0
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+DIFFUSERS_PAIR = "cpu-aot_eager-torch2.13.0/diffusers-0.42.1"
+DIFFUSERS_REPO = "neuron-support-test/app-diffusers"
+FOX = "'A red fox in the snow, watercolor', 2 steps, 64x64 px: PSNR 45.7 dB with fp32 (bf16 CPU 45.7 dB)"
+# model -> result; tiny-flux failed before it drew, so its run left no picture
+PAINTERS = {f"{ORG}/tiny-flux": "FAIL(gen)", f"{ORG}/tiny-sd": "PASS", f"{ORG}/tiny-sd-xl": "FAIL(output)"}
+DREW = [m for m, r in PAINTERS.items() if r != "FAIL(gen)"]
+
+
+def gradient(path: Path, blue: int):
+    "A 64x64 colour gradient, saved as a run saves its picture."
+    import numpy as np
+    from PIL import Image
+    y, x = np.mgrid[0:64, 0:64]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.stack([x * 4, y * 4, np.full_like(x, blue)], -1).astype(np.uint8)).save(path)
+
+
+def build_diffusers(folder: Path) -> dict:
+    "A diffusers pair of text-to-image runs, those that drew with their two pictures, and a newer transformers pair; {model: row}."
+    t2i = dict(runner="run_text_to_image", task="text-to-image")
+    rows = [synthetic_row(m, r, DIFFUSERS_PAIR, "2025-06-01T10:00:00Z", selection_rank=i + 1, **t2i, **({"notes": FOX} if m in DREW else {}))
+            for i, (m, r) in enumerate(PAINTERS.items())]
+    write_table(merge(empty_table(), rows), table_path(folder, DIFFUSERS_PAIR))
+    write_table(merge(empty_table(), [synthetic_row(ONE_MODEL, "PASS", CPU_PAIR, "2025-07-01T10:00:00Z", selection_rank=1)]),
+                table_path(folder, CPU_PAIR))
+    for i, r in enumerate(rows):
+        if r["model_id"] in DREW:
+            run = (folder / r["notebook"]).parent
+            gradient(run / "image.png", 60 * i)
+            gradient(run / "image_cpu.png", 60 * i + 30)
+    return {r["model_id"]: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def diffusers_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("diffusers")
+    build_diffusers(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def diffusers_url(hub, diffusers_folder):
+    "The app over the diffusers folder."
+    yield from serve(str(diffusers_folder))
+
+
+@pytest.fixture(scope="module")
+def diffusers_hub_url(hub, diffusers_folder):
+    "The app over the same dataset, uploaded to the local Hub (tables and pictures) and read through hf://datasets/..."
+    from huggingface_hub import HfApi
+    api = HfApi(token=TOKEN)
+    api.create_repo(DIFFUSERS_REPO, repo_type="dataset", exist_ok=True)
+    api.upload_folder(folder_path=diffusers_folder, repo_id=DIFFUSERS_REPO, repo_type="dataset", allow_patterns=["data/**", "runs/**"])
+    yield from serve(f"hf://datasets/{DIFFUSERS_REPO}")
+
+
+def natural_widths(pg, selector: str) -> list:
+    "The natural width of each image the selector finds, once the browser has fetched and decoded it; 0 for one that did not load."
+    return pg.evaluate("sel => Promise.all([...document.querySelectorAll(sel)].map(i => i.decode().then(() => i.naturalWidth, () => 0)))", selector)
+
+
+def picture_page(pg, base: str, model: str):
+    "A model's page of the diffusers dataset, once its header shows."
+    pg.goto(base + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+
+
+def test_a_text_to_image_run_shows_its_pictures(browser, diffusers_url):
+    pg = folder_page(browser, diffusers_url + "model?" + urllib.parse.urlencode({"id": DREW[0]}))
+    pg.locator("#model-header").get_by_text(DREW[0], exact=True).wait_for(timeout=30_000)
+    run = f"runs/{DIFFUSERS_PAIR}/{DREW[0].replace('/', '--')}"
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/{run}/image.png", f"/files/{run}/image_cpu.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["device (bf16, compiled)", "CPU fp32 reference"]
+    assert natural_widths(pg, "#pictures img") == [64, 64]   # both fetched and decoded: real pictures, not broken ones
+    assert pg.locator("#closeness").inner_text() == "PSNR 45.7 dB with fp32 (bf16 CPU 45.7 dB)"
+    box = [pg.locator("#pictures img").nth(i).bounding_box() for i in (0, 1)]
+    assert box[0]["y"] == box[1]["y"] and box[0]["x"] < box[1]["x"]   # side by side, the device's first
+    pg.screenshot(path=str(DOCS / "app-diffusers.png"), full_page=True)
+    # a run that failed before it drew, and a model of another library: no pictures, and no image at all
+    for model in (f"{ORG}/tiny-flux", ONE_MODEL):
+        picture_page(pg, diffusers_url, model)
+        assert pg.locator("#pictures").count() == 0 and pg.locator("img").count() == 0
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_the_compiler_view_shows_a_diffusers_pairs_pictures(browser, diffusers_url, libraries_url):
+    pg = folder_page(browser, diffusers_url + "compiler/?tab=pictures")
+    grid = pg.locator("#picture-grid")
+    grid.wait_for(timeout=30_000)
+    assert pg.locator("#picture-pair input").input_value() == DIFFUSERS_PAIR   # the pair with pictures, though the transformers pair is newer
+    assert "2 of 3 models run on" in pg.locator("#pictures-note").inner_text()
+    assert grid.locator("figcaption").all_inner_texts() == [f"{DREW[0]} PASS", f"{DREW[1]} FAIL(output)"]
+    assert natural_widths(pg, "#picture-grid img") == [64, 64]
+    pg.locator("#picture-pair input").click()   # another library's pair: why there is no grid
+    pg.get_by_role("option", name=CPU_PAIR).click()
+    pg.locator("#pictures-note").get_by_text("No run on", exact=False).wait_for(timeout=15_000)
+    assert grid.count() == 0 and "(transformers) left a picture" in pg.locator("#pictures-note").inner_text()
+    pg.locator("#picture-pair input").click()
+    pg.get_by_role("option", name=DIFFUSERS_PAIR).click()
+    grid.locator("a", has_text=DREW[1]).click()   # each picture opens its model's page, on that pair
+    pg.wait_for_url("**/model?id=*")
+    pg.locator("#model-header code").get_by_text(DIFFUSERS_PAIR, exact=True).wait_for()
+    assert natural_widths(pg, "#pictures img") == [64, 64]
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+    pg = folder_page(browser, libraries_url + "compiler/")   # a dataset without pictures: no Pictures tab
+    pg.locator("#diff-note").wait_for(timeout=30_000)
+    assert pg.get_by_role("tab", name="Regressions").count() == 1 and pg.get_by_role("tab", name="Pictures").count() == 0
+    pg.context.close()
+
+
+def test_files_serves_pictures_and_nothing_outside_runs(diffusers_url, diffusers_folder):
+    "No browser: a picture comes as image/png, to show; nothing outside runs/ comes at all, by `..`, its encoding or a link."
+    base, run = diffusers_url + "files/", f"runs/{DIFFUSERS_PAIR}/{DREW[0].replace('/', '--')}"
+    with urllib.request.urlopen(base + run + "/image.png") as r:
+        assert (r.headers["Content-Type"], r.headers["X-Content-Type-Options"]) == ("image/png", "nosniff")
+        assert r.headers["Content-Disposition"].startswith("inline") and r.read() == (diffusers_folder / run / "image.png").read_bytes()
+    link = diffusers_folder / "runs" / "data"
+    link.symlink_to(diffusers_folder / "data")   # a link under runs/ that leads out of it
+    try:
+        for outside in [f"data/{DIFFUSERS_PAIR}.parquet", f"runs/../data/{DIFFUSERS_PAIR}.parquet", f"runs/%2e%2e/data/{DIFFUSERS_PAIR}.parquet",
+                        f"runs/..%2fdata/{DIFFUSERS_PAIR}.parquet", f"runs/data/{DIFFUSERS_PAIR}.parquet", "%2fetc/passwd", "runs/../../../../../etc/passwd"]:
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(base + outside)
+            assert e.value.code == 404, outside
+    finally:
+        link.unlink()
+
+
+def test_a_hub_datasets_pictures_come_from_the_hub(browser, diffusers_hub_url, hub):
+    pg = folder_page(browser, diffusers_hub_url + "model?" + urllib.parse.urlencode({"id": DREW[0]}))
+    pg.locator("#model-header").get_by_text(DREW[0], exact=True).wait_for(timeout=30_000)
+    run = f"runs/{DIFFUSERS_PAIR}/{DREW[0].replace('/', '--')}"
+    endpoint = os.environ["HF_ENDPOINT"].rstrip("/")
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [
+        f"{endpoint}/datasets/{DIFFUSERS_REPO}/resolve/main/{run}/{name}" for name in ("image.png", "image_cpu.png")]
+    assert natural_widths(pg, "#pictures img") == [64, 64]
+    picture_page(pg, diffusers_hub_url, f"{ORG}/tiny-flux")
+    assert pg.locator("img").count() == 0
     clean(pg)
     assert pg.outside == []
     pg.context.close()
