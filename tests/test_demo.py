@@ -85,9 +85,16 @@ def test_every_entry_has_its_files(catalog, entries):
     no_weights = {f"{ORG}/giant-405b", f"{ORG}/tiny-no-weights"}
     for id, e in entries.items():
         files = {p.name for p in repo(catalog, id).iterdir()}
-        assert "config.json" in files, id
-        assert "tokenizer.json" in files or "vocab.txt" in files, id
-        assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
+        if e["library_name"] == "diffusers":   # a pipeline: model_index.json, a folder a component, weights in each model's
+            index = json.loads((repo(catalog, id) / "model_index.json").read_text())
+            folders = {k for k, v in index.items() if not k.startswith("_") and isinstance(v, list) and v[0]}
+            assert folders <= files and {"unet", "transformer"} & folders and {"vae", "tokenizer", "scheduler"} <= folders, id
+            assert all(any(f.suffix == ".safetensors" for f in (repo(catalog, id) / k).iterdir()) for k in folders
+                       if not k.startswith(("tokenizer", "scheduler"))), id
+        else:
+            assert "config.json" in files, id
+            assert "tokenizer.json" in files or "vocab.txt" in files, id
+            assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
         assert e["library_name"] in libraries() and e["pipeline_tag"] and e["demo"]["covers"], id
         assert isinstance(e["downloads"], int) and isinstance(e["trendingScore"], int), id
     downloads = [e["downloads"] for e in entries.values()]
@@ -240,7 +247,14 @@ def test_exclusion_and_failure_entries(catalog, entries):
     assert gated["gated"] == "manual"
     tokens = json.loads((catalog / "catalog.json").read_text())["tokens"]
     assert [t for t, ids in tokens.items() if f"{ORG}/tiny-gated" in ids]
-    assert all(e["gated"] is False for i, e in entries.items() if i != f"{ORG}/tiny-gated")
+    assert all(e["gated"] is False for i, e in entries.items() if i not in (f"{ORG}/tiny-gated", f"{ORG}/tiny-sd-gated"))
+    assert entries[f"{ORG}/tiny-sd-gated"]["gated"] == "manual" and [t for t, ids in tokens.items() if f"{ORG}/tiny-sd-gated" in ids]
+    # a pipeline whose UNet is the repo's own code: diffusers will not load it without trust_remote_code
+    import diffusers
+    index = json.loads((repo(catalog, "tiny-sd-custom-unet") / "model_index.json").read_text())
+    assert index["unet"] == ["my_unet", "MyUNet2DConditionModel"] and (repo(catalog, "tiny-sd-custom-unet") / "unet" / "my_unet.py").is_file()
+    with pytest.raises(Exception):
+        diffusers.DiffusionPipeline.from_pretrained(repo(catalog, "tiny-sd-custom-unet"), trust_remote_code=False)
     with pytest.raises(OSError):
         transformers.AutoModelForCausalLM.from_pretrained(repo(catalog, "tiny-no-weights"), trust_remote_code=False)
     with pytest.raises(json.JSONDecodeError):

@@ -18,7 +18,8 @@ ORG = "neuron-support-demo"
 
 def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub):
     """`neuron-support sweep --demo --library diffusers`: its own table, the UNet and the transformer pipelines PASS with
-    `cpu_match` Y and their pictures saved and shown; the gated and the remote-code pipelines excluded."""
+    `cpu_match` Y and their pictures saved and shown; the VAE the CPU's aot_eager refuses FAIL(gen) with cpu_eager ok; the
+    gated and the remote-code pipelines excluded."""
     out = tmp_path / "out"
     p = subprocess.run([shutil.which("neuron-support"), "sweep", "--demo", "--library", "diffusers", "--out", str(out),
                         "--slots", "2", "--time-limit", "900"], capture_output=True, text=True, timeout=1500)
@@ -26,8 +27,12 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub):
     assert "== diffusers: the Hub's diffusers models" in p.stderr
     assert table_path(out, DF_PAIR).name == f"diffusers-{DF.library_version}.parquet"
     table = read_table(table_path(out, DF_PAIR)).set_index("model_id")
-    assert dict(table.result) == {f"{ORG}/tiny-sd": "PASS", f"{ORG}/tiny-sd3": "PASS", f"{ORG}/tiny-sd-gated": "EXCLUDED",
-                                  f"{ORG}/tiny-sd-custom-unet": "EXCLUDED"}, table[["result", "notes"]]
+    assert dict(table.result) == {f"{ORG}/tiny-sd": "PASS", f"{ORG}/tiny-sd3": "PASS", f"{ORG}/tiny-sd-vae-attention": "FAIL(gen)",
+                                  f"{ORG}/tiny-sd-gated": "EXCLUDED", f"{ORG}/tiny-sd-custom-unet": "EXCLUDED"}, table[["result", "notes"]]
+    # the CPU backend's own failure, named as such: compiled, the VAE's middle attention fails; eagerly, the CPU runs it
+    failed = table.loc[f"{ORG}/tiny-sd-vae-attention"]
+    assert failed.cpu_eager == "ok" and "Expected X.is_contiguous(memory_format)" in failed.notes, failed
+    assert not (run_folder(out, DF_PAIR, f"{ORG}/tiny-sd-vae-attention") / "image.png").exists()
     assert dict(table.exclusion.dropna()) == {f"{ORG}/tiny-sd-gated": "gated", f"{ORG}/tiny-sd-custom-unet": "trust-remote-code"}
     assert "unet (my_unet.MyUNet2DConditionModel)" in table.loc[f"{ORG}/tiny-sd-custom-unet", "notes"]
     for name, denoiser in (("tiny-sd", "UNet2DConditionModel"), ("tiny-sd3", "SD3Transformer2DModel")):
@@ -36,7 +41,7 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub):
         assert row.notes.startswith("'A red fox in the snow, watercolor', 2 steps, 64x64 px: PSNR "), row.notes
         for picture in ("image.png", "image_cpu.png"):
             with Image.open(folder / picture) as im: assert (im.format, im.size, im.mode) == ("PNG", (64, 64), "RGB")
-        with Image.open(folder / "image.png") as im: assert len(set(im.getdata())) > 100   # a picture, not a flat fill
+        with Image.open(folder / "image.png") as im: assert len(im.getcolors(64 * 64)) > 100   # a picture, not a flat fill
         nb = json.loads((folder / "run.ipynb").read_text())
         shown = [o for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
         assert len(shown) == 1, "the notebook shows the two pictures side by side, once"
