@@ -13,7 +13,7 @@ demo: $(VENV)/.demo
 	$(BIN)/neuron-support sweep --demo --out out
 
 test: $(VENV)/.dev browser
-	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 tests
+	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --durations=15 tests
 
 env: $(VENV)/.dev
 

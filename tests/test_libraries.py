@@ -135,4 +135,4 @@ def test_a_library_is_one_unit(tmp_path):
     assert "def run_toy(" in run_py and "# pip install toy-lib==0.1" in run_py
     # the command line names the registered libraries, the toy one included, and refuses an unknown one in one line
     bad = subprocess.run([shutil.which("neuron-support"), "select", "--library", "nope"], capture_output=True, text=True, env=env)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, toy-lib"], bad.stderr
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, toy-lib"], bad.stderr
