@@ -8,7 +8,7 @@ __all__ = ['IMAGE_SIZE', 'STEPS', 'SEED', 'PSNR_FLOOR', 'TWICE_DB', 'denoiser', 
            'check_diffusion_run']
 
 # %% ../nbs/15_diffusers_runs.ipynb #cec5698d
-import gc, importlib.metadata, math, os, time
+import importlib.metadata, math
 import torch
 import diffusers
 from .standalone import *  # run.py defines these names above this module's text, and carries it without this line
@@ -98,20 +98,10 @@ def check_image(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
 # %% ../nbs/15_diffusers_runs.ipynb #d3888bdf
 def df_reference(plan:dict, path:str, size:int, cache_dir)->dict: # fp32, bf16 (float32 pictures), cached
     "The CPU's eager pictures in fp32 and in bf16 from the same latents, read from the reference cache when they are there."
-    key = fingerprint({**reference_key(plan), "diffusers": importlib.metadata.version("diffusers"), "inputs": plan["inputs"],
-                       "size": size, "seed": SEED, "dtypes": ["float32", "bfloat16"]})
-    file = reference_file(cache_dir, key, "diffusers")
-    value = load_reference(file, key)
-    cached = value is not None
-    if not cached:
-        start, value = time.time(), {"key": key}
-        for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            pipe = df_load(path, "cpu", dtype)
-            with torch.inference_mode(): value[name] = df_call(pipe, plan, size, dtype)
-            del pipe; gc.collect()
-        value["compute_seconds"] = time.time() - start
-        if file is not None: save_reference(file, value)
-    return {"fp32": value["fp32"], "bf16": value["bf16"], "cached": cached}
+    def call(dtype):
+        with torch.inference_mode(): return df_call(df_load(path, "cpu", dtype), plan, size, dtype)
+    return cpu_references({**reference_key(plan), "diffusers": importlib.metadata.version("diffusers"), "inputs": plan["inputs"],
+                           "size": size, "seed": SEED, "dtypes": ["float32", "bfloat16"]}, cache_dir, "diffusers", call)
 
 def image_steps(ref:dict, dev:torch.Tensor)->list: # one dict per picture
     "The pictures' figures, for the run's notebook: each one's PSNR against fp32 and its mean and spread."

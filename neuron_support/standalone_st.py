@@ -8,7 +8,7 @@ __all__ = ['SIMILARITY_TIE_MIN', 'st_load', 'st_compile', 'padded', 'st_call', '
            'check_embeddings', 'check_scores', 'st_steps', 'check_st_run']
 
 # %% ../nbs/13_sentence_transformers_runs.ipynb #b7e95e59
-import gc, importlib.metadata, time
+import importlib.metadata
 import torch
 import sentence_transformers
 from .standalone import *  # run.py defines these names above this module's text, and carries it without this line
@@ -69,20 +69,11 @@ SIMILARITY_TIE_MIN = 0.005 # the smallest gap in similarity (or score) that is a
 
 def st_reference(plan:dict, path:str, cache_dir)->dict: # fp32, bf16 (float32 tensors), cached
     "The CPU's eager call in fp32 and in bf16, read from the reference cache when it is there."
-    key = fingerprint({**reference_key(plan), "sentence_transformers": importlib.metadata.version("sentence-transformers"),
-                       "class": plan["head_class"], "inputs": plan["inputs"], "dtypes": ["float32", "bfloat16"]})
-    file = reference_file(cache_dir, key, "sentence-transformers")
-    value = load_reference(file, key)
-    cached = value is not None
-    if not cached:
-        start, value = time.time(), {"key": key}
-        for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            model = st_load(plan["head_class"], path, "cpu", dtype)
-            with torch.inference_mode(): value[name] = st_call(model, plan)
-            del model; gc.collect()
-        value["compute_seconds"] = time.time() - start
-        if file is not None: save_reference(file, value)
-    return {"fp32": value["fp32"], "bf16": value["bf16"], "cached": cached}
+    def call(dtype):
+        with torch.inference_mode(): return st_call(st_load(plan["head_class"], path, "cpu", dtype), plan)
+    return cpu_references({**reference_key(plan), "sentence_transformers": importlib.metadata.version("sentence-transformers"),
+                           "class": plan["head_class"], "inputs": plan["inputs"], "dtypes": ["float32", "bfloat16"]},
+                          cache_dir, "sentence-transformers", call)
 
 def order_swaps(ref:torch.Tensor, dev:torch.Tensor)->list: # [(i, j)] with ref[i] > ref[j] and dev[i] < dev[j]
     "The pairs of items that the device ranks the other way round from the reference."
