@@ -330,7 +330,7 @@ def graph_breaks_text(row:pd.Series)->str:
 
 # %% ../nbs/10_app.ipynb #a7c1d002
 DEVICE_PICTURE, CPU_PICTURE = "image.png", "image_cpu.png"
-PICTURES = {DEVICE_PICTURE: "device (bf16, compiled)", CPU_PICTURE: "CPU fp32 reference"}   # beside a run's notebook, with their captions
+PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference"}   # beside a run's notebook, with their captions
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
                  )->frozenset: # paths in the dataset: runs/<pair>/<org>--<name>/image.png (and image_cpu.png)
@@ -355,8 +355,9 @@ def picture_url(self:Results, pair:str, model_id:str, name:str, # one of PICTURE
     return notebook_url(self.source, path, raw=True) if path in self.pictures else None
 
 def pictures_of(self:Results, pair:str, model_id:str)->list: # [(caption, address)], the device's first
-    "The pictures a model's run on a pair left beside its notebook."
-    return [(caption, url) for name, caption in PICTURES.items() if (url := self.picture_url(pair, model_id, name))]
+    "The pictures a model's run on a pair left beside its notebook, the device's captioned with what drew it (`neuron`, `cpu (aot_eager)`)."
+    device = rows_from(self.df.iloc[self.by_pair[pair]]) if pair in self.by_pair else "device"
+    return [(caption.format(device=device), url) for name, caption in PICTURES.items() if (url := self.picture_url(pair, model_id, name))]
 
 def closeness_of(notes)->str:
     "The closeness figure in a text-to-image run's notes (`PSNR 45.7 dB with fp32 ...`); empty when there is none."
@@ -637,8 +638,9 @@ def compiler_view(self:Results)->"gr.Blocks":
                     start = self.diff_start()
                     a = gr.Dropdown(self.pairs[::-1], value=start[0], label="From pair", elem_id="pair-a")
                     b = gr.Dropdown(self.pairs[::-1], value=start[1], label="To pair", elem_id="pair-b")
-                note = gr.HTML(self.diff_note(a.value, b.value), elem_id="diff-note")
-                diffs = gr.Dataframe(self.pair_diff(a.value, b.value)[:0], datatype="str", interactive=False, wrap=True, elem_id="diff")
+                table, sentence = self.regressions(*start)   # in the page itself: a load event filling them could land after the user's choice
+                note = gr.HTML(sentence, elem_id="diff-note")
+                diffs = gr.Dataframe(table, datatype="str", interactive=False, wrap=True, elem_id="diff")
             with gr.Tab("Failure causes", id="failures") as failures_tab:
                 fpair = gr.Dropdown([LATEST, *reversed(self.pairs)], value=LATEST, label="Pair", elem_id="failure-pair")
                 causes = gr.Dataframe(self.failure_causes()[:0], datatype="str", interactive=False, wrap=True, elem_id="causes")
@@ -655,11 +657,11 @@ def compiler_view(self:Results)->"gr.Blocks":
         gr.on([failures_tab.select, fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)
         charts_tab.select(self.charts, None, [chart_results, chart_resources], **quiet)
         gr.on([pictures_tab.select, ppair.change], self.picture_grid, ppair, grid, **quiet)
-        def opened(a_, b_, p_, request: gr.Request):
+        def opened(p_, request: gr.Request):
             tab = request.query_params.get("tab") if request else None   # none: leave the tab alone, the user may have clicked one
-            return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), *self.regressions(a_, b_), self.failure_causes() if tab == "failures" else gr.skip(),
+            return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), self.failure_causes() if tab == "failures" else gr.skip(),
                     *(self.charts() if tab == "charts" else (gr.skip(), gr.skip())), self.picture_grid(p_) if tab == "pictures" else gr.skip())
-        app.load(opened, [a, b, ppair], [tabs, diffs, note, causes, chart_results, chart_resources, grid], **quiet)
+        app.load(opened, [ppair], [tabs, causes, chart_results, chart_resources, grid], **quiet)
     return app
 Results.compiler_view = compiler_view
 

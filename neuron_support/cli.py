@@ -83,7 +83,8 @@ def cmd_run(args):
     add_rows(out, pair, [row])
     print(f"{row['result']}  {row['model_id']}  on {row['neuron_cores']} core(s)")
     if row.get("notes"): print(f"  {row['notes']}")
-    print(f"notebook, run.py and result.json in {run_dir}\nthe row is in {table_path(out, pair)}")
+    files = ["notebook", "run.py", "result.json", *(p.name for p in sorted(Path(run_dir).glob("image*.png")))]   # a text-to-image run's pictures too
+    print(f"{', '.join(files[:-1])} and {files[-1]} in {run_dir}\nthe row is in {table_path(out, pair)}")
 
 # %% ../nbs/11_cli.ipynb #f24935cc
 def cmd_sweep(args):

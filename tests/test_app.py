@@ -148,6 +148,7 @@ def page(browser, app_url):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url.rstrip("/"))
     pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
     pg.dialogs, pg.outside = [], []
     pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
     pg.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else pg.outside.append(r.url))
@@ -190,7 +191,7 @@ def grid_cell(pg, text: str, table: str):
 
 
 def wait_count(pg, text: str):
-    pg.wait_for_function("t => document.getElementById('count')?.innerText === t", arg=text, timeout=15_000)
+    pg.wait_for_function("t => document.getElementById('count')?.innerText === t", arg=text, timeout=60_000)
 
 
 def wait_column(pg, name: str, values: list):
@@ -200,7 +201,7 @@ def wait_column(pg, name: str, values: list):
         const i = [...t.querySelectorAll('thead th')].map(h => h.innerText.trim()).indexOf(name);
         const got = [...t.querySelectorAll('tbody tr')].map(r => r.cells[i].innerText.trim());
         return JSON.stringify(got) === JSON.stringify(want);
-    }""", arg=[name, values], timeout=15_000)
+    }""", arg=[name, values], timeout=60_000)
 
 
 def test_main_view_shows_the_selection_in_rank_order(page):
@@ -306,7 +307,7 @@ def test_a_result_pressed_after_typing_opens(page):
     wait_count(page, "1 model")
     page.locator("#models-table a").get_by_text(f"{ORG}/tiny-llama-c", exact=True).hover()
     page.mouse.down(); page.wait_for_timeout(300); page.mouse.up()   # a person's press, not an instant one
-    page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-c", exact=True).wait_for(timeout=10_000)
+    page.locator("#model-header").get_by_text(f"{ORG}/tiny-llama-c", exact=True).wait_for(timeout=60_000)
 
 
 def test_a_model_opens_from_its_address(browser, app_url):
@@ -380,9 +381,17 @@ def test_regressions_and_charts(page, app_url):
     assert urlparse(page.url).path == "/"
 
 
+def choose(pg, dropdown: str, option: str):
+    "Choose an option of a Gradio dropdown, and wait until the dropdown shows it."
+    pg.locator(f"{dropdown} input").click()
+    pg.get_by_role("option", name=option, exact=True).click()
+    pg.wait_for_function("([s, v]) => document.querySelector(s)?.value === v", arg=[f"{dropdown} input", option], timeout=30_000)
+
+
 def folder_page(browser, url: str):
     "A page of the folder app, recording dialogs and requests that leave 127.0.0.1, as `page` does."
     pg = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    pg.set_default_timeout(60_000)   # a machine busy with the other tests' compiles can be slow to answer
     pg.dialogs, pg.outside = [], []
     pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
     pg.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else pg.outside.append(r.url))
@@ -549,9 +558,8 @@ def test_no_diff_across_two_libraries(browser, libraries_url, tmp_path):
     # in the compiler view, the dropdowns offer both libraries' pairs: choosing across them shows the note, not a diff
     pg = folder_page(browser, libraries_url + "compiler/")
     pg.locator("#diff-note").get_by_text("From and To are the same pair", exact=False).wait_for(timeout=30_000)
-    pg.locator("#pair-a input").click()
-    pg.get_by_role("option", name=CPU_PAIR).click()
-    pg.locator("#diff-note").get_by_text("The two pairs are of different libraries", exact=False).wait_for(timeout=15_000)
+    choose(pg, "#pair-a", CPU_PAIR)
+    pg.locator("#diff-note").get_by_text("The two pairs are of different libraries", exact=False).wait_for(timeout=60_000)
     assert "sentence-transformers" in pg.locator("#diff-note").inner_text()
     assert pg.locator("#diff [role=gridcell]").get_by_text(MINILM, exact=True).count() == 0
     clean(pg)
@@ -631,7 +639,7 @@ def test_a_text_to_image_run_shows_its_pictures(browser, diffusers_url):
     pg.locator("#model-header").get_by_text(DREW[0], exact=True).wait_for(timeout=30_000)
     run = f"runs/{DIFFUSERS_PAIR}/{DREW[0].replace('/', '--')}"
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/{run}/image.png", f"/files/{run}/image_cpu.png"]
-    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["device (bf16, compiled)", "CPU fp32 reference"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["cpu (aot_eager), bf16, compiled", "CPU fp32 reference"]
     assert natural_widths(pg, "#pictures img") == [64, 64]   # both fetched and decoded: real pictures, not broken ones
     assert pg.locator("#closeness").inner_text() == "PSNR 45.7 dB with fp32 (bf16 CPU 45.7 dB)"
     box = [pg.locator("#pictures img").nth(i).bounding_box() for i in (0, 1)]
@@ -654,12 +662,10 @@ def test_the_compiler_view_shows_a_diffusers_pairs_pictures(browser, diffusers_u
     assert "2 of 3 models run on" in pg.locator("#pictures-note").inner_text()
     assert grid.locator("figcaption").all_inner_texts() == [f"{DREW[0]} PASS", f"{DREW[1]} FAIL(output)"]
     assert natural_widths(pg, "#picture-grid img") == [64, 64]
-    pg.locator("#picture-pair input").click()   # another library's pair: why there is no grid
-    pg.get_by_role("option", name=CPU_PAIR).click()
-    pg.locator("#pictures-note").get_by_text("No run on", exact=False).wait_for(timeout=15_000)
+    choose(pg, "#picture-pair", CPU_PAIR)   # another library's pair: why there is no grid
+    pg.locator("#pictures-note").get_by_text("No run on", exact=False).wait_for(timeout=60_000)
     assert grid.count() == 0 and "(transformers) left a picture" in pg.locator("#pictures-note").inner_text()
-    pg.locator("#picture-pair input").click()
-    pg.get_by_role("option", name=DIFFUSERS_PAIR).click()
+    choose(pg, "#picture-pair", DIFFUSERS_PAIR)
     grid.locator("a", has_text=DREW[1]).click()   # each picture opens its model's page, on that pair
     pg.wait_for_url("**/model?id=*")
     pg.locator("#model-header code").get_by_text(DIFFUSERS_PAIR, exact=True).wait_for()

@@ -53,10 +53,11 @@ def load(catalog, id, **kw):
     return cls.from_pretrained(path, trust_remote_code=False, **kw).eval()
 
 
-def test_second_build_is_a_fast_no_op(catalog):
-    before = folder_digest(catalog)
-    t = time.perf_counter(); build_demo(catalog); took = time.perf_counter() - t
-    assert took < 1.0
+def test_second_build_is_a_no_op(catalog):
+    "A built catalog is left as it is: no file written again (its time unchanged), the same bytes."
+    before, written = folder_digest(catalog), {p: p.stat().st_mtime_ns for p in catalog.rglob("*") if p.is_file()}
+    build_demo(catalog)
+    assert {p: p.stat().st_mtime_ns for p in catalog.rglob("*") if p.is_file()} == written
     assert folder_digest(catalog) == before
 
 

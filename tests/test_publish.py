@@ -149,14 +149,17 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path), PAIR], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        deadline, tmp = time.monotonic() + 60, []
-        while not tmp and time.monotonic() < deadline:   # kill the writer while its temporary file is being written
+        deadline, tmp = time.monotonic() + 120, []
+        while not tmp and time.monotonic() < deadline:   # catch the writer while its temporary file is being written:
+            if not list(path.parent.glob(f".{path.name}.*.tmp")): continue
+            os.kill(proc.pid, signal.SIGSTOP)             # frozen, so that it cannot rename the file before the kill
             tmp = list(path.parent.glob(f".{path.name}.*.tmp"))
+            if not tmp: os.kill(proc.pid, signal.SIGCONT)  # it had renamed it in between: try again
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill(); proc.wait()
     assert tmp, "never caught the writer mid-write"
-    assert list(path.parent.glob(f".{path.name}.*.tmp")), "the kill did not land mid-write"
+    assert list(path.parent.glob(f".{path.name}.*.tmp")) == tmp, "the kill did not land mid-write"
     df = read_table(path)                                   # the previous file, complete
     assert len(df) in (3000, 3001) and df.model_id.is_unique
     add_rows(tmp_path, PAIR, [synthetic_row("demo/after-the-crash")])   # the next writer cleans up
