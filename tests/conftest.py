@@ -136,3 +136,13 @@ def demo_hub(demo_catalog) -> str:
     "The endpoint of a local Hub serving the demo catalog; its clients run in child processes with hub_env."
     with hub_server(demo_catalog, page_size=DEMO_PAGE_SIZE) as endpoint:
         yield endpoint
+
+
+# The modules whose tests run longest (whole sweeps, runs with several ranks: minutes each) go first. pytest-xdist hands
+# the tests out in this order, so a long test started last no longer keeps one worker busy while the other waits.
+SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_run.py")
+
+
+def pytest_collection_modifyitems(items):
+    "The longest modules first, each module's own order kept (a stable sort: its module-scoped fixtures are set up once)."
+    items.sort(key=lambda item: SLOW_FIRST.index(item.path.name) if item.path.name in SLOW_FIRST else len(SLOW_FIRST))
