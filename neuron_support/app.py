@@ -638,30 +638,29 @@ def compiler_view(self:Results)->"gr.Blocks":
                     start = self.diff_start()
                     a = gr.Dropdown(self.pairs[::-1], value=start[0], label="From pair", elem_id="pair-a")
                     b = gr.Dropdown(self.pairs[::-1], value=start[1], label="To pair", elem_id="pair-b")
-                table, sentence = self.regressions(*start)   # in the page itself: a load event filling them could land after the user's choice
+                table, sentence = self.regressions(*start)   # each tab's start is in the page: filled by a load event, it could land after the user's choice
                 note = gr.HTML(sentence, elem_id="diff-note")
                 diffs = gr.Dataframe(table, datatype="str", interactive=False, wrap=True, elem_id="diff")
-            with gr.Tab("Failure causes", id="failures") as failures_tab:
+            with gr.Tab("Failure causes", id="failures"):
                 fpair = gr.Dropdown([LATEST, *reversed(self.pairs)], value=LATEST, label="Pair", elem_id="failure-pair")
-                causes = gr.Dataframe(self.failure_causes()[:0], datatype="str", interactive=False, wrap=True, elem_id="causes")
+                causes = gr.Dataframe(self.failure_causes(), datatype="str", interactive=False, wrap=True, elem_id="causes")
             with gr.Tab("Charts", id="charts") as charts_tab:
                 chart_results = gr.Plot(format="png", elem_id="chart-results")
                 chart_resources = gr.Plot(format="png", elem_id="chart-resources")
                 gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
                 cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
-            with gr.Tab("Pictures", id="pictures", visible=bool(self.pictures)) as pictures_tab:
+            with gr.Tab("Pictures", id="pictures", visible=bool(self.pictures)):
                 ppair = gr.Dropdown(self.pairs[::-1], value=self.pictures_start(), label="Pair", elem_id="picture-pair")
-                grid = gr.HTML(elem_id="pictures-tab")
+                grid = gr.HTML(self.picture_grid(ppair.value) if self.pictures else "", elem_id="pictures-tab")
         quiet = dict(show_progress="hidden", queue=False)
         gr.on([a.change, b.change, only.change], self.regressions, [a, b, only], [diffs, note], **quiet)
-        gr.on([failures_tab.select, fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)
+        gr.on([fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)
         charts_tab.select(self.charts, None, [chart_results, chart_resources], **quiet)
-        gr.on([pictures_tab.select, ppair.change], self.picture_grid, ppair, grid, **quiet)
-        def opened(p_, request: gr.Request):
+        ppair.change(self.picture_grid, ppair, grid, **quiet)
+        def opened(request: gr.Request):
             tab = request.query_params.get("tab") if request else None   # none: leave the tab alone, the user may have clicked one
-            return (gr.Tabs(selected=tab) if tab in TABS else gr.skip(), self.failure_causes() if tab == "failures" else gr.skip(),
-                    *(self.charts() if tab == "charts" else (gr.skip(), gr.skip())), self.picture_grid(p_) if tab == "pictures" else gr.skip())
-        app.load(opened, [ppair], [tabs, causes, chart_results, chart_resources, grid], **quiet)
+            return gr.Tabs(selected=tab) if tab in TABS else gr.skip(), *(self.charts() if tab == "charts" else (gr.skip(), gr.skip()))
+        app.load(opened, None, [tabs, chart_results, chart_resources], **quiet)
     return app
 Results.compiler_view = compiler_view
 
