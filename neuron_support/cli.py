@@ -8,7 +8,7 @@ __all__ = ['add_stack_options', 'positive', 'out_folder', 'stack_from', 'known_l
            'user_error', 'main']
 
 # %% ../nbs/11_cli.ipynb #e3e8f9fa
-import argparse, json, sys
+import argparse, errno, json, sys, tempfile
 from pathlib import Path
 from huggingface_hub import constants, errors
 from .stack import UsageError, detect_stack, stack_record, format_record, pair_key
@@ -28,8 +28,11 @@ def positive(value:float|None, flag:str)->float|None:
     return value
 
 def out_folder(path:str, flag:str="--out")->Path:
-    "An output folder: one that exists, or none yet; a file there is a UsageError."
+    "An output folder we can write: one that exists, or none yet under a folder we can write; else a UsageError."
     if Path(path).exists() and not Path(path).is_dir(): raise UsageError(f"{flag} {path} is a file: give a folder")
+    where = next(p for p in (Path(path).absolute(), *Path(path).absolute().parents) if p.exists())  # where the first file or folder goes
+    try: tempfile.TemporaryFile(dir=where).close()   # the test that holds for root too (an immutable folder, a read-only mount)
+    except OSError as e: raise UsageError(f"{flag} {path}: cannot write in {where} ({e.strerror or e})") from None
     return Path(path)
 
 def stack_from(args)->"Stack":
@@ -73,7 +76,7 @@ def cmd_run(args):
     "Run one model (Hub id or local folder), add its row to the pair's table, and print the result and where its files are."
     from neuron_support.script import run_model
     from neuron_support.sweep import run_folder
-    from neuron_support.publish import add_rows, table_path
+    from neuron_support.publish import add_rows, table_path, drawn_files
     stack, out = stack_from(args), out_folder(args.out)
     positive(args.time_limit, "--time-limit")
     pair = pair_key(stack)
@@ -83,7 +86,7 @@ def cmd_run(args):
     add_rows(out, pair, [row])
     print(f"{row['result']}  {row['model_id']}  on {row['neuron_cores']} core(s)")
     if row.get("notes"): print(f"  {row['notes']}")
-    files = ["notebook", "run.py", "result.json", *(p.name for p in sorted(Path(run_dir).glob("image*.png")))]   # a text-to-image run's pictures too
+    files = ["notebook", "run.py", "result.json", *drawn_files(run_dir)]   # a text-to-image run's pictures too: those its outcome names
     print(f"{', '.join(files[:-1])} and {files[-1]} in {run_dir}\nthe row is in {table_path(out, pair)}")
 
 # %% ../nbs/11_cli.ipynb #f24935cc
@@ -194,6 +197,8 @@ def user_error(e:Exception)->str|None:
         return f"{type(e).__name__}: " + next((l.strip() for l in str(e).splitlines() if l.strip()), "")
     if type(e).__name__ in ("ConnectError", "ConnectTimeout") and type(e).__module__.startswith("httpx"):
         return f"cannot reach the Hub at {constants.ENDPOINT} ({e}): check HF_ENDPOINT or the network"
+    if isinstance(e, PermissionError) or (isinstance(e, OSError) and e.errno == errno.EROFS):   # a folder given that cannot be written
+        return f"cannot write {e.filename or 'a file'}: {e.strerror or e}"
     return None
 
 def main(argv:list|None=None)->int:

@@ -5,15 +5,15 @@
 # %% auto #0
 __all__ = ['DEFAULT_TIME_LIMIT', 'EXPLANATORY', 'FACT_LINES', 'CHECK_ALLOWANCE', 'PROTECTED', 'QUIET_KERNEL', 'plan_dict',
            'render_header', 'added_packages', 'module_text', 'render_run_py', 'Prose', 'script_identity',
-           'parse_outcome', 'execute_run_py', 'install_packages', 'execute_plan', 'make_row', 'cpu_eager_column',
-           'run_notebook_path', 'execute_run_notebook', 'run_model']
+           'parse_outcome', 'execute_run_py', 'install_packages', 'execute_plan', 'clear_previous_run', 'make_row',
+           'cpu_eager_column', 'run_notebook_path', 'execute_run_notebook', 'run_model']
 
 # %% ../nbs/06_script.ipynb #56dec127
-import ast, hashlib, json, os, pprint, re, signal, subprocess, sys, sysconfig, tempfile, threading, time
+import ast, hashlib, json, os, pprint, re, shutil, signal, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now
 from .plan import Plan, make_plan, plan_record
-from .publish import table_row, error_signature
+from .publish import table_row, error_signature, drawn_files, OUTCOME_FILE
 from . import standalone
 
 # %% ../nbs/06_script.ipynb #8621d5a1
@@ -156,6 +156,7 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
                  judge_model:str=standalone.JUDGE_MODEL, reference_cache:str|None=None, echo=print)->tuple: # (outcome, run.py text, packages)
     "Render and run run.py in run_dir, installing the packages loading asks for (once)."
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
+    clear_previous_run(run_dir)
     args = ["--reference-cache", str(reference_cache)] if reference_cache else []
     packages, env = [], {}
     for attempt in (1, 2):
@@ -171,6 +172,13 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
             break
         env = {"PYTHONPATH": os.pathsep.join([str((run_dir / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     return outcome, text, packages
+
+# %% ../nbs/06_script.ipynb #d9d648da
+def clear_previous_run(run_dir:Path):
+    "Remove what the folder's previous run left that this run may not write again: its pictures, its outcome, its packages."
+    for name in drawn_files(run_dir): (Path(run_dir) / name).unlink(missing_ok=True)
+    (Path(run_dir) / OUTCOME_FILE).unlink(missing_ok=True)
+    shutil.rmtree(Path(run_dir) / "site", ignore_errors=True)
 
 # %% ../nbs/06_script.ipynb #25162c26
 def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, notebook:str|None=None,

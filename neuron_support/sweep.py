@@ -24,7 +24,7 @@ from huggingface_hub import snapshot_download, HfApi
 from huggingface_hub.utils import disable_progress_bars
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
-from .publish import table_row, RESULTS, add_rows, COLUMNS, table_path, read_table
+from .publish import table_row, RESULTS, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
 from .hub import hub_server, hub_env
 # Heavy: torch and transformers come with these. A Ray worker that runs a task imports this module, and a host runs one
 # worker per run in flight: so they are imported where they are used, and a worker that only holds cores never pays for them.
@@ -36,10 +36,10 @@ from .hub import hub_server, hub_env
 # %% ../nbs/09_sweep.ipynb #f2d9ec03
 def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
                pair:str, # "<compiler key>/<library key>"
-               model_id:str, # the Hub id
+               model_id:str, # the Hub id, or a local folder
               )->Path: # out_dir/runs/<pair>/<org>--<name>
-    "The folder of one model's run in a pair."
-    return Path(out_dir) / "runs" / pair / model_id.replace("/", "--")
+    "The folder of one model's run in a pair: where its notebook is (the table's `notebook` column)."
+    return (Path(out_dir) / notebook_path(pair, model_id)).parent
 
 # %% ../nbs/09_sweep.ipynb #0c05e7a3
 @dataclass
@@ -682,16 +682,17 @@ def warm_cache(stack:Stack, source:str|None, say):
     except Exception as e: say(f"compile cache not synced from {source}: {type(e).__name__}: {str(e)[:200]}")
 
 # %% ../nbs/09_sweep.ipynb #8f2c137a
-RUN_FILES = ("run.ipynb", "run.py", "result.json")
+RUN_FILES = ("run.ipynb", "run.py", "result.json", OUTCOME_FILE) # and the pictures the outcome names
 
 def run_task(item:SweepItem, setting:RunSetting, maps:dict)->tuple: # (row, {file name: bytes})
-    "The Ray task: run one model on its host and bring back the row and the run's files."
+    "The Ray task: run one model on its host and bring back the row and the run's files, its pictures among them."
     row, d = run_on_host(item, setting, maps), setting.run_dir(item)
-    return row, {f: (d / f).read_bytes() for f in RUN_FILES if (d / f).is_file()}
+    return row, {f: (d / f).read_bytes() for f in (*RUN_FILES, *drawn_files(d)) if (d / f).is_file()}
 
 # %% ../nbs/09_sweep.ipynb #w9a00012
 def bring_back(run_dir:Path, files:dict):
-    "Write the run's files into the driver's folder where they differ (a run on another host)."
+    "Write the run's files into the driver's folder where they differ (a run on another host); an older run's pictures go."
+    for name in set(drawn_files(run_dir)) - set(files): (run_dir / name).unlink(missing_ok=True)
     for name, data in files.items():
         p = run_dir / name
         if not p.is_file() or p.read_bytes() != data: write_atomic(p, data)
