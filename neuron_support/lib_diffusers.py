@@ -4,18 +4,19 @@
 
 # %% auto #0
 __all__ = ['DIFFUSERS_TASKS', 'IMAGE_PROMPT', 'IMAGE_STEPS', 'LOADERS', 'DIFFUSERS', 'pipeline_components', 'has_variant',
-           'component_weights', 'read_model_index', 'header_counts', 'file_parameters', 'pickle_sizes',
-           'pipeline_weight_bytes', 'df_plan', 'remote_pipeline', 'unknown_pipeline', 'df_fit', 'df_exclusion']
+           'component_weights', 'read_model_index', 'file_parameters', 'pickle_sizes', 'pipeline_weight_bytes',
+           'df_plan', 'remote_pipeline', 'unknown_pipeline', 'df_fit', 'df_exclusion']
 
 # %% ../nbs/14_diffusers.ipynb #0b31508d
-import functools, json, logging
+import json, logging
 from pathlib import Path
 from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import GatedRepoError
 from .stack import UsageError
 from .library import Library, register, carried_code
-from .plan import (Plan, MAX_CORES, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, safetensors_counts, file_sizes,
-                   pickle_weight_bytes)
+from .hub import safetensors_counts, parameter_counts
+from .plan import (Plan, MAX_CORES, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, file_sizes, pickle_weight_bytes,
+                                 header_counts, hub_header)
 from .select import exclusion, gated
 
 # %% ../nbs/14_diffusers.ipynb #9befa2e2
@@ -51,17 +52,11 @@ def read_model_index(ck)->dict:
     return index
 
 # %% ../nbs/14_diffusers.ipynb #9527c8a0
-@functools.lru_cache(maxsize=4096)
-def header_counts(endpoint:str, model_id:str, sha:str, name:str, token:str|None=None)->tuple: # ((dtype, count), ...)
-    "The parameter counts in one safetensors file's header at a commit: read once per commit (the fit step and the plan both ask)."
-    meta = HfApi(endpoint=endpoint, token=token).parse_safetensors_file_metadata(model_id, name, revision=sha)
-    return tuple(meta.parameter_count.items())
-
 def file_parameters(ck, name:str, api:HfApi|None=None)->dict: # {dtype: count}
     "Parameter counts by dtype of one safetensors file: its header, read from the folder or with range requests from the Hub."
     if ck.local: return safetensors_counts([ck.local / name])
     api = api or HfApi(endpoint=ck.endpoint)
-    if not ck.revision: return dict(api.parse_safetensors_file_metadata(ck.model_id, name).parameter_count)   # a branch moves: no keeping
+    if not ck.revision: return parameter_counts(hub_header(api.endpoint, ck.model_id, name, None, api.token))   # a branch moves: no keeping
     return dict(header_counts(api.endpoint, ck.model_id, ck.revision, name, api.token))
 
 def pickle_sizes(ck, names:list, api:HfApi|None=None)->int:

@@ -4,15 +4,16 @@
 
 # %% auto #0
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
-           'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'is_moe', 'parallel_plans',
-           'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files', 'pickle_weight_bytes',
-           'cores_needed', 'fit_reasoning', 'Checkpoint', 'gated', 'hub_checkpoint', 'info_checkpoint',
-           'hub_pickle_bytes', 'file_sizes', 'safetensors_counts', 'local_checkpoint', 'checkpoint_weight_bytes',
-           'find_checkpoint', 'read_text', 'read_config', 'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode',
-           'check_cores', 'plan_cores', 'make_plan', 'checkpoint_plan', 'transformers_plan', 'plan_record']
+           'EXPERT_KEYS', 'DTYPE_BYTES', 'FLOAT_DTYPES', 'PICKLE_DTYPE_BYTES', 'FIT_MARGIN', 'FIRST_READ', 'is_moe',
+           'parallel_plans', 'is_causal', 'choose_runner', 'encoder_task', 'bf16_weight_bytes', 'pickle_files',
+           'pickle_weight_bytes', 'cores_needed', 'fit_reasoning', 'Checkpoint', 'gated', 'hub_checkpoint',
+           'info_checkpoint', 'hub_pickle_bytes', 'file_sizes', 'local_checkpoint', 'checkpoint_weight_bytes',
+           'find_checkpoint', 'hub_bytes', 'hub_header', 'header_counts', 'hub_counts', 'read_text', 'read_config',
+           'has_chat_template', 'Plan', 'plan_inputs', 'parallel_mode', 'check_cores', 'plan_cores', 'make_plan',
+           'checkpoint_plan', 'transformers_plan', 'plan_record']
 
 # %% ../nbs/03_plan.ipynb #e8e676af
-import functools, json, os, struct
+import functools, json, os
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import transformers
@@ -125,7 +126,9 @@ def fit_reasoning(weight_bytes:int, core_gb:float, cores:int|None, max_cores:int
 from huggingface_hub import HfApi, hf_hub_download, get_token
 from huggingface_hub.errors import (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError, GatedRepoError,
                                     HfHubHTTPError, HFValidationError)
-from huggingface_hub.utils import validate_repo_id
+from huggingface_hub.utils import validate_repo_id, get_session, hf_raise_for_status, build_hf_headers
+from huggingface_hub import hf_hub_url
+from .hub import SafetensorsError, header_length, parse_header, parameter_counts, safetensors_counts
 
 @dataclass
 class Checkpoint:
@@ -156,11 +159,11 @@ def info_checkpoint(info, # the Hub's ModelInfo: model_info's answer or a listin
                     api:HfApi, # the client, for the file sizes of a repo with only pickles
                     model_id:str|None=None, # the id as the user gave it (default: the Hub's)
                    )->Checkpoint:
-    "A Hub repo's `Checkpoint` from what the Hub said about it."
-    params = dict(info.safetensors.parameters) if info.safetensors else {}
+    "A Hub repo's `Checkpoint` from what the Hub said about it, and the headers of its safetensors when the Hub gave no counts."
+    files = [s.rfilename for s in info.siblings or []]
+    params = dict(info.safetensors.parameters) if info.safetensors else hub_counts(api, model_id or info.id, info.sha, files)
     pickled = 0 if params else hub_pickle_bytes(api, model_id or info.id, info.sha, info.siblings or [])
-    return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", [s.rfilename for s in info.siblings or []], None, params, pickled,
-                      api.endpoint)
+    return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", files, None, params, pickled, api.endpoint)
 
 def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
     "Total size of a Hub repo's pytorch_model*.bin files: from its siblings when they carry sizes, else from the files' metadata."
@@ -175,23 +178,11 @@ def file_sizes(endpoint:str, model_id:str, sha:str)->tuple: # ((name, size), ...
     return tuple((s.rfilename, s.size or 0) for s in HfApi(endpoint=endpoint).model_info(model_id, revision=sha, files_metadata=True).siblings or [])
 
 # %% ../nbs/03_plan.ipynb #18436ce1
-def safetensors_counts(paths)->dict: # {dtype: count}
-    "Parameter counts by dtype, read from the headers of .safetensors files."
-    counts = {}
-    for p in paths:
-        with open(p, "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-            header = json.loads(f.read(n))
-        for name, t in header.items():
-            if name != "__metadata__":
-                counts[t["dtype"]] = counts.get(t["dtype"], 0) + int(__import__("math").prod(t["shape"]))
-    return counts
-
 def local_checkpoint(folder:Path)->Checkpoint:
     "A checkpoint in a local folder: its files and parameter counts."
     folder = Path(folder)
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    counts = safetensors_counts(sorted(folder.rglob("*.safetensors")))
+    counts = safetensors_counts(sorted(p for p in folder.rglob("*.safetensors") if p.is_file()))
     pickled = 0 if counts else sum((folder / n).stat().st_size for n in pickle_files(files))
     return Checkpoint(str(folder), "", "", files, folder, counts, pickled)
 
@@ -210,6 +201,42 @@ def find_checkpoint(model_id:str, revision:str|None=None)->Checkpoint:
     except HFValidationError:
         raise UsageError(f"{model_id!r} is neither a local folder nor a Hub model id (ORG/NAME of letters, digits, '-', '_' and '.')") from None
     return hub_checkpoint(model_id, revision)
+
+# %% ../nbs/03_plan.ipynb #h26p0002
+FIRST_READ = 100_000 # bytes of a file asked for first: nearly every header fits (huggingface_hub's own figure)
+
+def hub_bytes(url:str, # a file's resolve URL at a commit
+              start:int, # the first byte
+              n:int, # how many bytes
+              token=None, # the Hub token (None: the stored one, False: none)
+             )->tuple: # (the bytes, the file's size)
+    "Bytes of a file on the Hub, with one range request, and the file's size from the answer."
+    r = get_session().get(url, headers={**build_hf_headers(token=token), "Range": f"bytes={start}-{start + n - 1}"})
+    if r.status_code == 416: return b"", start   # nothing at `start`: the file is shorter
+    hf_raise_for_status(r)
+    size = r.headers.get("Content-Range", "").rpartition("/")[2]
+    return r.content[:n], int(size) if size.isdigit() else len(r.content)
+
+def hub_header(endpoint:str, model_id:str, name:str, # the Hub, the repo and the file
+               revision:str|None=None, token=None, # the commit (None: main) and the token
+              )->dict: # {tensor name: entry}, checked
+    "The tensors of a `.safetensors` file on the Hub, checked as a local file's are (`hub.header_length`, then `hub.parse_header`)."
+    url = hf_hub_url(model_id, name, revision=revision, endpoint=endpoint)
+    first, size = hub_bytes(url, 0, FIRST_READ, token)
+    n = header_length(first[:8], size, name)
+    return parse_header(first[8:8 + n] if 8 + n <= len(first) else hub_bytes(url, 8, n, token)[0], name)
+
+@functools.lru_cache(maxsize=4096)
+def header_counts(endpoint:str, model_id:str, sha:str, name:str, token=None)->tuple: # ((dtype, count), ...)
+    "The parameter counts in one safetensors file's header at a commit: read once per commit."
+    return tuple(parameter_counts(hub_header(endpoint, model_id, name, sha, token)).items())
+
+def hub_counts(api:HfApi, model_id:str, sha:str, files:list)->dict: # {dtype: count}
+    "Parameter counts of the safetensors files at a repo's root, from their headers: for a repo the Hub gives no counts for."
+    counts = {}
+    for name in (f for f in files if f.endswith(".safetensors") and "/" not in f):
+        for dtype, n in header_counts(api.endpoint, model_id, sha, name, api.token): counts[dtype] = counts.get(dtype, 0) + n
+    return counts
 
 # %% ../nbs/03_plan.ipynb #2e9fb40e
 def read_text(ck:Checkpoint, name:str)->str|None:
@@ -316,6 +343,7 @@ def make_plan(model_id:str, # Hub id or local folder
         return checkpoint_plan(ck, read_config(ck, library_of(stack.library).config_file), stack, max_cores, cores, core_gb,
                                max_new_tokens=max_new_tokens, prompt=prompt, min_new_tokens=min_new_tokens)
     except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not
+    except SafetensorsError as e: raise UsageError(f"model {model_id!r} has no loadable weights: {e}") from None  # the plan cannot size it
 
 def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
                     config:dict, # its config.json

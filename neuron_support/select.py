@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Iterator
 import httpx2
 from huggingface_hub import HfApi, get_token, hf_hub_url, get_hf_file_metadata, get_session
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.errors import HfHubHTTPError, GatedRepoError
 from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import http_backoff
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 from .stack import UsageError, GiB, detect_stack, pair_key
 from .script import render_run_py, script_identity
+from .hub import SafetensorsError
 from .plan import MAX_CORES, pickle_files, choose_runner, checkpoint_weight_bytes, info_checkpoint, plan_cores, checkpoint_plan, transformers_plan
 from .library import Library, register, library_of
 from .publish import table_path, read_table, latest
@@ -190,7 +191,9 @@ def exclusion(info:ModelInfo, # the listing's item
     if why := missing_config(info): return "no-config", why
     if why := remote_code(info.config, info.tags or []): return "trust-remote-code", why
     if why := quantization(info.config): return "quantized", why
-    category, fit = (fit or runner_and_fit)(info, stack, max_cores, api)
+    try: category, fit = (fit or runner_and_fit)(info, stack, max_cores, api)
+    except SafetensorsError as e: return "no-weights", f"no loadable weights: {e}"
+    except GatedRepoError: return "gated", gated(info, api.endpoint if api else None, token) or f"gated ({info.gated}): its safetensors headers are refused"
     if category: return category, fit
     if why := no_weights(info): return "no-weights", why
     if why := gated(info, api.endpoint if api else None, token): return "gated", why

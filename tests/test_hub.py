@@ -309,3 +309,200 @@ def test_a_commit_never_reaches_a_file_outside_the_repo(hub, hub_catalog):
             with urllib.request.urlopen(f"{hub}/datasets/{repo}/resolve/main/{path}") as r: body = r.read()
         except urllib.error.HTTPError as e: body = e.read()
         assert b"root:" not in body, path
+
+
+# Issue 26: one client's upload, or one bad line of the Hub's own files, is that repo's problem, never the listing's.
+def one_header(header) -> bytes:
+    "A .safetensors file of this header (any JSON value) and 4 bytes of data."
+    h = json.dumps(header).encode()
+    return len(h).to_bytes(8, "little") + h + bytes(4)
+
+
+GOOD_WEIGHTS = one_header({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})
+BAD_UPLOADS = {  # model name -> (the model.safetensors uploaded over a good one, what the exclusion says)
+    "no-dtype": (one_header({"w": {"shape": [2], "data_offsets": [0, 4]}}), "gives tensor 'w' as"),
+    "a-list": (one_header([{"dtype": "BF16", "shape": [2]}]), "is a JSON list, not an object"),
+    "string-shape": (one_header({"w": {"dtype": "BF16", "shape": "2", "data_offsets": [0, 4]}}), "a shape of non-negative integers"),
+    "lying-length": ((2**62).to_bytes(8, "little") + b"{}", "header a length of 4611686018427387904 bytes, more than the file holds"),
+}
+LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "intermediate_size": 32,
+                "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 128}
+CLI = Path(sys.executable).parent / "neuron-support"
+
+
+def write_catalog(root: Path, models: dict, datasets=(), **extra) -> Path:
+    "A catalog folder: {name: {file: bytes}} under models/{ORG}/, each a transformers text-generation model by its downloads' order."
+    cards = []
+    for i, (name, files) in enumerate(models.items()):
+        for f, data in files.items():
+            (root / "models" / ORG / name / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / "models" / ORG / name / f).write_bytes(data)
+        cards.append({"id": f"{ORG}/{name}", "pipeline_tag": "text-generation", "library_name": "transformers", "downloads": 1000 - i,
+                      "trendingScore": 100 - i})
+    (root / "catalog.json").write_text(json.dumps({"models": cards, "datasets": list(datasets), **extra}))
+    return root
+
+
+class LoggedHub:
+    "A local Hub in a child process whose stderr (warnings, tracebacks) goes to a file."
+    def __init__(self, catalog: Path, log: Path):
+        self.catalog, self.log = catalog, log
+
+    def __enter__(self):
+        self.file = open(self.log, "a")
+        self.server = hub_server(self.catalog, stderr=self.file)
+        return self.server.__enter__()
+
+    def __exit__(self, *exc):
+        self.server.__exit__(*exc); self.file.close()
+
+    def text(self) -> str: return self.log.read_text()
+
+
+def test_repo_id_rule_is_huggingface_hubs():
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+    from neuron_support.hub import valid_repo_id
+
+    def hf_says(i):
+        try: validate_repo_id(i); return "/" in i
+        except HFValidationError: return False
+    ids = ["acme/tiny", "a/b", "_a/b_", "a.b/c-d", "Org/Name.v2", "acme/../../etc", "neuron-support-demo/..%2F..%2Fx", "acme/a--b",
+           "acme/a..b", "acme/.x", "acme/x.", "acme/-x", "acme/x-", "acme/x.git", "acme/é", "acme", "a/b/c", "/b", "a/", "a/" + "x" * 96,
+           "a/" + "x" * 97, "acme/a b"]
+    assert [valid_repo_id(i) for i in ids] == [hf_says(i) for i in ids]
+
+
+def test_a_bad_safetensors_upload_is_that_models_problem(tmp_path):
+    "Each bad header uploaded leaves list_models and `neuron-support select` working; the model is excluded with the reason."
+    models = {name: {"config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors": GOOD_WEIGHTS} for name in ["good", *BAD_UPLOADS]}
+    hub = LoggedHub(write_catalog(tmp_path / "catalog", models), tmp_path / "hub.log")
+    with hub as endpoint:
+        api = HfApi(endpoint=endpoint, token=WRITE_TOKEN)
+        for name, (weights, _) in BAD_UPLOADS.items():
+            api.upload_file(path_or_fileobj=weights, path_in_repo="model.safetensors", repo_id=f"{ORG}/{name}", commit_message="bad header")
+        listed = {m.id: m for m in api.list_models(filter="transformers", expand=["safetensors", "sha"])}
+        assert set(listed) == {f"{ORG}/{n}" for n in models}
+        assert listed[f"{ORG}/good"].safetensors.parameters == {"BF16": 2}
+        assert all(listed[f"{ORG}/{n}"].safetensors is None for n in BAD_UPLOADS)   # the Hub says nothing of what it cannot read
+        assert api.model_info(f"{ORG}/no-dtype").safetensors is None
+        env = {**{k: v for k, v in os.environ.items() if k != "HF_TOKEN"}, **hub_env(endpoint, tmp_path / "hf")}
+        p = subprocess.run([str(CLI), "select", "--json", "--device", "cpu", "--data", str(tmp_path / "out")], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    items = {c["model_id"]: c for c in json.loads(p.stdout)["items"]}
+    assert items[f"{ORG}/good"]["decision"] == "run"
+    for name, (_, why) in BAD_UPLOADS.items():
+        c = items[f"{ORG}/{name}"]
+        assert (c["decision"], c["exclusion"]) == ("excluded", "no-weights"), c
+        assert c["reason"].startswith("no loadable weights: ") and why in c["reason"] and "model.safetensors" in c["reason"], c["reason"]
+    assert "Traceback" not in hub.text(), hub.text()
+
+
+def test_a_torn_commit_line_leaves_the_last_whole_state(tmp_path):
+    "A crash in the middle of append_commit leaves a torn last line: the catalog is still served, the torn line skipped with a warning."
+    catalog = write_catalog(tmp_path / "catalog", {"good": {"config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors": GOOD_WEIGHTS}})
+    hub, repo = LoggedHub(catalog, tmp_path / "hub.log"), f"{ORG}/results"
+    with hub as endpoint:
+        api = HfApi(endpoint=endpoint, token=WRITE_TOKEN)
+        api.create_repo(repo, repo_type="dataset")
+        first = api.upload_file(path_or_fileobj=b"a,b\n1,2\n", path_in_repo="t.csv", repo_id=repo, repo_type="dataset").oid
+    log = catalog / ".hub" / "repos" / "datasets" / repo / "commits.jsonl"
+    whole = log.read_text()
+    log.write_text(whole + whole.splitlines()[-1][:57])   # what a crash in the middle of the next append leaves
+    with hub as endpoint:
+        api = HfApi(endpoint=endpoint, token=WRITE_TOKEN)
+        assert [m.id for m in api.list_models()] == [f"{ORG}/good"]
+        assert api.dataset_info(repo).sha == first and api.list_repo_files(repo, repo_type="dataset") == ["t.csv"]
+        second = api.upload_file(path_or_fileobj=b"a,b\n3,4\n", path_in_repo="t.csv", repo_id=repo, repo_type="dataset").oid
+    with hub as endpoint:   # the commit after the crash is a whole line of its own
+        api = HfApi(endpoint=endpoint)
+        assert api.dataset_info(repo).sha == second
+        assert Path(hf_hub_download(repo, "t.csv", repo_type="dataset", endpoint=endpoint, cache_dir=tmp_path / "c")).read_bytes() == b"a,b\n3,4\n"
+        assert [c.commit_id for c in api.list_repo_commits(repo, repo_type="dataset")][:2] == [second, first]
+    text = hub.text()
+    assert "Traceback" not in text and f".hub/repos/datasets/{repo}/commits.jsonl: line 3 is not a whole commit" in text, text
+
+
+def test_nothing_outside_the_catalog_is_served(tmp_path):
+    "A catalog entry whose id holds `..`, and a link out of a model folder, serve nothing; the rest of the catalog is served."
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:not-for-the-hub")
+    catalog = write_catalog(tmp_path / "catalog", {"good": {"config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors": GOOD_WEIGHTS}})
+    (catalog / "models" / ORG / "good" / "secret.txt").symlink_to(secret)
+    (catalog / "models" / ORG / "good" / "linked-dir").symlink_to(secret.parent, target_is_directory=True)
+    cat = json.loads((catalog / "catalog.json").read_text())
+    cat["models"] += [{"id": "neuron-support-demo/../../../outside", "pipeline_tag": "text-generation", "library_name": "transformers"},
+                      {"id": f"{ORG}/../outside"}, {"id": f"{ORG}/x", "downloads": "many"}, "not an entry"]
+    (catalog / "catalog.json").write_text(json.dumps(cat))
+    hub = LoggedHub(catalog, tmp_path / "hub.log")
+    with hub as endpoint:
+        api = HfApi(endpoint=endpoint)
+        assert [m.id for m in api.list_models()] == [f"{ORG}/good"]
+        assert sorted(api.list_repo_files(f"{ORG}/good")) == ["config.json", "model.safetensors"]
+        for path in ["neuron-support-demo/..%2F..%2F..%2Foutside/resolve/main/secret.txt", f"{ORG}/..%2Foutside/resolve/main/secret.txt",
+                     f"{ORG}/good/resolve/main/secret.txt", f"{ORG}/good/resolve/main/linked-dir/secret.txt",
+                     f"{ORG}/good/resolve/main/..%2F..%2F..%2Foutside%2Fsecret.txt", "api/models/neuron-support-demo/..%2F..%2F..%2Foutside"]:
+            status, _, body = http(f"{endpoint}/{path}")
+            assert status == 404 and b"not-for-the-hub" not in body, (path, status, body)
+    text = hub.text()
+    assert "Traceback" not in text, text
+    assert "id 'neuron-support-demo/../../../outside' is not org/name" in text and f"models/{ORG}/good/secret.txt leads out of the catalog" in text, text
+
+
+def raw_request(endpoint: str, request: bytes) -> tuple:
+    "(status, headers) of a request written byte by byte, Content-Length and all."
+    host, port = endpoint.rsplit("/", 1)[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(request)
+        head = b""
+        while b"\r\n\r\n" not in head and (chunk := s.recv(65536)): head += chunk
+    lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    return int(lines[0].split()[1]), dict(l.split(": ", 1) for l in lines[1:])
+
+
+def test_client_mistakes_are_4xx_and_the_server_stays_up(tmp_path):
+    "Each client mistake answers 4xx with the Hub's X-Error-Message, no traceback in the log; invalid base64 commits nothing."
+    catalog = write_catalog(tmp_path / "catalog", {"good": {"config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors": GOOD_WEIGHTS}})
+    hub, repo = LoggedHub(catalog, tmp_path / "hub.log"), f"{ORG}/mistakes"
+    with hub as endpoint:
+        api = HfApi(endpoint=endpoint, token=WRITE_TOKEN)
+        api.create_repo(repo, repo_type="dataset")
+        before = api.dataset_info(repo).sha
+
+        def post(path, body: bytes):
+            req = urllib.request.Request(f"{endpoint}/{path}", data=body, method="POST",
+                                         headers={"Authorization": f"Bearer {WRITE_TOKEN}", "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r: return r.status, r.headers
+            except urllib.error.HTTPError as e: return e.code, e.headers
+        header = json.dumps({"key": "header", "value": {"summary": "t"}}).encode()
+        commit = f"api/datasets/{repo}/commit/main"
+        answers = {
+            "limit=abc": http(f"{endpoint}/api/models?limit=abc")[:2],
+            "cursor=-1": http(f"{endpoint}/api/models?cursor=-1")[:2],
+            "sort=gated": http(f"{endpoint}/api/models?sort=gated")[:2],
+            "create: not JSON": post("api/repos/create", b'{"name": "x", "organiz'),
+            "create: a list": post("api/repos/create", b'["x"]'),
+            "create: a number as name": post("api/repos/create", b'{"name": 3}'),
+            "preupload: a string": post(f"api/datasets/{repo}/preupload/main", b'"files"'),
+            "commit: cut short": post(commit, header + b'\n{"key": "file", "value": {"path": "a.txt", "content": "eA=='),
+            "commit: a list line": post(commit, header + b'\n["file", {"path": "a.txt"}]'),
+            "commit: a string line": post(commit, header + b'\n"file"'),
+            "commit: a file without content": post(commit, header + b'\n{"key": "file", "value": {"path": "a.txt"}}'),
+            "commit: invalid base64": post(commit, header + b'\n{"key": "file", "value": {"path": "a.txt", "content": "!!!", "encoding": "base64"}}'),
+            "paths-info: not JSON": post(f"api/datasets/{repo}/paths-info/main", b"{"),
+            "validate-yaml: a list": post("api/validate-yaml", b"[]"),
+            "Content-Length: abc": raw_request(endpoint, f"POST /api/repos/create HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n"
+                                                         f"Authorization: Bearer {WRITE_TOKEN}\r\n\r\n{{}}".encode()),
+            "chunk size zz": raw_request(endpoint, f"POST /api/repos/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                                   f"Authorization: Bearer {WRITE_TOKEN}\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n".encode()),
+            "a revision with a line break": http(f"{endpoint}/api/models/{ORG}/good/revision/v%0D%0ASet-Cookie:%20x%C3%A9")[:2],
+        }
+        for what, (status, headers) in answers.items():
+            assert 400 <= status < 500 and headers.get("X-Error-Message"), (what, status, dict(headers))
+        assert "Set-Cookie" not in answers["a revision with a line break"][1]
+        assert api.dataset_info(repo).sha == before and api.list_repo_files(repo, repo_type="dataset") == []   # nothing was committed
+        assert [m.id for m in api.list_models()] == [f"{ORG}/good"]   # and the server still serves
+    assert "Traceback" not in hub.text(), hub.text()

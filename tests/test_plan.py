@@ -1,0 +1,46 @@
+"""The plan of a local checkpoint whose safetensors header cannot be read (issue 26): `neuron-support run` refuses it at the
+plan, in one line on stderr, before any model runs, and writes no row.
+
+The checkpoints are a tiny Llama's config.json beside a hand-written bad model.safetensors; the command is the real one,
+in a child process.
+"""
+import json, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+from transformers import LlamaConfig
+
+CLI = Path(sys.executable).parent / "neuron-support"
+
+
+def one_header(header) -> bytes:
+    "A .safetensors file of this header (any JSON value) and 4 bytes of data."
+    h = json.dumps(header).encode()
+    return len(h).to_bytes(8, "little") + h + bytes(4)
+
+
+BAD_WEIGHTS = {  # name -> (model.safetensors, what the one line says)
+    "no-dtype": (one_header({"w": {"shape": [2], "data_offsets": [0, 4]}}), "gives tensor 'w' as {\"shape\": [2]"),
+    "a-list": (one_header([{"dtype": "BF16", "shape": [2]}]), "the header of model.safetensors is a JSON list, not an object"),
+    "string-shape": (one_header({"w": {"dtype": "BF16", "shape": "2", "data_offsets": [0, 4]}}), "a shape of non-negative integers"),
+    "length-2-62": ((2**62).to_bytes(8, "little") + b"{}", "gives its header a length of 4611686018427387904 bytes, more than the file holds (10 bytes)"),
+    "three-bytes": (b"abc", "model.safetensors is 3 bytes: too short for a safetensors header"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_WEIGHTS))
+def test_run_refuses_an_unreadable_header_in_one_line(name, tmp_path):
+    weights, why = BAD_WEIGHTS[name]
+    folder = tmp_path / name
+    LlamaConfig(vocab_size=128, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                num_key_value_heads=1).save_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(weights)
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    p = subprocess.run([str(CLI), "run", str(folder), "--out", str(out), "--device", "cpu"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=600)
+    assert p.returncode != 0, p.stdout[-2000:]
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr[-3000:]
+    assert lines[0].startswith(f"neuron-support: error: model '{folder}' has no loadable weights: ") and why in lines[0], lines[0]
+    assert not list(out.rglob("*.parquet")) and not list(out.rglob("result.json")) and not list(out.rglob("run.ipynb"))
