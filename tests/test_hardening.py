@@ -22,14 +22,14 @@ PICTURE = re.compile(r"<img[^>]*image(?:_cpu)?\.png")   # a run's picture shown 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # escape codes and other control characters
 
 
-def tiny_llama(folder: Path, **config) -> Path:
-    "A tiny random Llama with a real WordPiece tokenizer; `config` overrides keys of its config.json."
+def tiny_llama(folder: Path, kv_heads: int = 1, **config) -> Path:
+    "A tiny random Llama with a real WordPiece tokenizer (2 key-value heads shard over 2 ranks); `config` overrides keys of its config.json."
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     tok = AutoTokenizer.from_pretrained(real_tokenizer_folder())
     torch.manual_seed(0)
     LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+                                 num_attention_heads=2, num_key_value_heads=kv_heads, max_position_embeddings=64,
                                  pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
                      ).to(torch.bfloat16).save_pretrained(folder)
     tok.save_pretrained(folder)
