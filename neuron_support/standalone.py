@@ -150,7 +150,7 @@ def timed(fn, device:str)->tuple: # (value, seconds)
     return value, time.perf_counter() - start
 
 # %% ../nbs/04_runners.ipynb #bbf9278f
-CACHE_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096) # the static cache's lengths: a run takes the smallest that holds it
+CACHE_LENGTHS = (256, 512, 1024, 2048, 4096) # the static cache's lengths: a run takes the smallest that holds it (256: every prompt of the card)
 
 def cache_length(n:int)->int:
     "The bucket of a sequence of `n` tokens: the smallest of CACHE_LENGTHS that holds it, else `n` rounded up to a multiple of the largest."

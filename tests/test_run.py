@@ -331,8 +331,9 @@ def test_a_wheel_carries_the_run_notebook(local_models, tmp_path, hub):
 
 
 def test_checkpoints_of_one_shape_share_their_compiled_graphs(local_models, tmp_path):
-    """Two checkpoints of one architecture and size, with other weights and a chat template that makes the prompt longer,
-    run one after the other with inductor and one compile cache: the second compiles nothing new (issue 14)."""
+    """Two checkpoints of one architecture and size, with other weights and a chat template that makes the prompt longer
+    (about 20 tokens, then about 90: they once took cache lengths 64 and 128), run one after the other with inductor and
+    one compile cache: the second compiles nothing new (issues 14 and 28)."""
     other = tmp_path / "fine-tune"
     shutil.copytree(local_models / "llama", other)
     torch.manual_seed(1)
@@ -341,12 +342,15 @@ def test_checkpoints_of_one_shape_share_their_compiled_graphs(local_models, tmp_
         for p in model.parameters(): p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(other)
     tok = AutoTokenizer.from_pretrained(other)
-    tok.chat_template = "You are a helpful assistant who answers in full sentences, with care and with detail.\n" + CHAT
+    tok.chat_template = ("You are a helpful assistant who answers in full sentences, with care and with detail. You say what you "
+                         "know and what you do not, you give the reasons behind what you say, and you keep to the question that "
+                         "was asked of you, whatever it is, in plain and simple English words that anyone can follow. "
+                         "When you do not know, you say so at once.\n" + CHAT)
     tok.save_pretrained(other)
     lengths = [len(AutoTokenizer.from_pretrained(m).apply_chat_template([{"role": "user", "content": "The future of AI is"}],
                                                                       add_generation_prompt=True, return_dict=True)["input_ids"])
                for m in (local_models / "llama", other)]
-    assert lengths[1] - lengths[0] > 10
+    assert lengths[0] + 8 <= 64 < lengths[1] + 8 and lengths[1] >= 80, lengths   # the old first buckets, 64 and 128, told them apart
     env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
     first = papermill(tmp_path / "base", str(local_models / "llama"), env, backend="inductor", max_new_tokens=8, min_new_tokens=8)
     second = papermill(tmp_path / "tune", str(other), env, backend="inductor", max_new_tokens=8, min_new_tokens=8)
