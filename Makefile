@@ -7,7 +7,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test env browser clean-env
+.PHONY: demo test env browser space clean-env
 
 demo: $(VENV)/.demo
 	$(BIN)/neuron-support sweep --demo --out out
@@ -36,6 +36,13 @@ browser:
 	@command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+# The Space's repository as it is deployed (space/README.md): its card and requirements, app.py and the package folder
+SPACE_DIR ?= build/space
+space:
+	rm -rf $(SPACE_DIR) && mkdir -p $(SPACE_DIR)
+	cp space/README.md space/requirements.txt app.py $(SPACE_DIR)/
+	cp -r neuron_support $(SPACE_DIR)/ && find $(SPACE_DIR) -name __pycache__ -prune -exec rm -rf {} +
 
 clean-env:
 	rm -rf $(VENV)

@@ -138,9 +138,9 @@ def demo_hub(demo_catalog) -> str:
         yield endpoint
 
 
-# The modules whose tests run longest (whole sweeps, runs with several ranks: minutes each) go first. pytest-xdist hands
-# the tests out in this order, so a long test started last no longer keeps one worker busy while the other waits.
-SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_run.py")
+# The modules whose tests run longest (whole sweeps, runs with several ranks, the Space's virtualenv: minutes each) go
+# first. pytest-xdist hands the tests out in this order, so a long test started last no longer keeps one worker busy while the other waits.
+SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_run.py", "test_space.py")
 
 
 def pytest_collection_modifyitems(items):

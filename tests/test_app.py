@@ -4,7 +4,9 @@ process on 127.0.0.1, serving a dataset published to the local Hub and read back
 compiler view's sentence when there is nothing to compare; a third over a folder of two libraries' pairs, with a
 model that both ran: the library filter, the model's rows side by side, no diff across libraries; and a fourth, over a
 folder and over the same data on the local Hub, of a diffusers pair whose runs left their pictures: the model's page
-shows them, the compiler view's Pictures tab shows them all, and `/files/` serves them and nothing outside `runs/`).
+shows them, the compiler view's Pictures tab shows them all, and `/files/` serves them and nothing outside `runs/`; and
+two over real output, a sweep of the demo's three libraries and a lone `neuron-support run` into a fresh folder: the
+first view lists every library's selection, and the lone run's model).
 
 The dataset uses the local Hub's model ids (tests/conftest.py), so that the app's Downloads and Trending views are
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
@@ -707,6 +709,102 @@ def test_a_hub_datasets_pictures_come_from_the_hub(browser, diffusers_hub_url, h
     assert natural_widths(pg, "#pictures img") == [64, 64]
     picture_page(pg, diffusers_hub_url, f"{ORG}/tiny-flux")
     assert pg.locator("img").count() == 0
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+# The first view (issue 26, item 6): after a sweep of the demo's three libraries, and after a lone run into a fresh folder.
+DEMO = "neuron-support-demo"
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# one real run (SmolLM2, transformers' first) and each library's exclusions: every library gets its table and its selection in minutes
+SWEPT = [SMOLLM2, f"{DEMO}/tiny-llama-gptq", f"{DEMO}/tiny-st-custom-pooling", f"{DEMO}/tiny-sd-gated", f"{DEMO}/tiny-sd-custom-unet"]
+
+
+def cli() -> str:
+    "The neuron-support command of this environment."
+    return str(Path(sys.executable).with_name("neuron-support"))
+
+
+def first_view(folder: Path) -> list:
+    "What the first view must list, from the tables: each library's newest selection by rank, then library; then the lone runs' models."
+    from neuron_support.app import load_tables
+    df = load_tables(str(folder))
+    ranked = df[df.selection_rank.notna()].sort_values(["selection_rank", "library", "model_id"])
+    return list(ranked.model_id) + list(df[df.selection_rank.isna()].sort_values(["library", "model_id"]).model_id)
+
+
+@pytest.fixture(scope="module")
+def demo_sweep(tmp_path_factory):
+    "`neuron-support sweep --demo` of the three libraries, on a part of each list (the whole demo takes 11 minutes here)."
+    out = tmp_path_factory.mktemp("demo-sweep") / "out"
+    p = subprocess.run([cli(), "sweep", "--demo", "--out", str(out), "--slots", "2", "--time-limit", "900", "--only", *SWEPT],
+                       capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_sweep_url(hub, demo_sweep):
+    yield from serve(str(demo_sweep))
+
+
+def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo_sweep_url):
+    from neuron_support.app import load_tables
+    df = load_tables(str(demo_sweep))
+    assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"] and set(df.model_id) == set(SWEPT)
+    assert df.selection_rank.notna().all()   # each row is its sweep's, ranked
+    assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("diffusers")   # diffusers swept last: its pair is the newest
+    pg = folder_page(browser, demo_sweep_url)
+    wait_count(pg, "5 models")
+    assert pg.locator("#view").input_value() == "Overview"
+    assert column(pg, "model") == first_view(demo_sweep) and SMOLLM2 in column(pg, "model")
+    assert pg.locator("#models p").first.inner_text() == "5 models: 1 PASS, 4 EXCLUDED"
+    assert pg.locator("#view-note").inner_text() == "Each library's newest selection, in rank order: diffusers 2, sentence-transformers 1, transformers 2."
+    # the library filter keeps that library's part of it, and the counts agree with the sentence's
+    pg.select_option("#library", "transformers")
+    wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(df.model_id[df.library == "transformers"])])
+    assert pg.locator("#models p").first.inner_text() == "2 models: 1 PASS, 1 EXCLUDED"
+    assert pg.locator("#view-note").inner_text() == "Each library's newest selection, in rank order: transformers 2."
+    # Selected is still the newest selection alone: diffusers', swept last
+    pg.select_option("#library", "all")
+    pg.select_option("#view", "Selected")
+    wait_column(pg, "model", list(df[df.library == "diffusers"].sort_values(["selection_rank", "model_id"]).model_id))
+    assert pg.locator("#view-note").count() == 0
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+@pytest.fixture(scope="module")
+def lone_run(demo_hub, tmp_path_factory):
+    "`neuron-support run neuron-support-demo/tiny-llama --out DIR` into a fresh folder, against the demo catalog's Hub."
+    from neuron_support.hub import hub_env
+    root = tmp_path_factory.mktemp("lone-run")
+    p = subprocess.run([cli(), "run", f"{DEMO}/tiny-llama", "--out", str(root / "out"), "--device", "cpu", "--time-limit", "900"],
+                       capture_output=True, text=True, timeout=1200, env={**os.environ, **hub_env(demo_hub, root / "hf")})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def lone_run_url(hub, lone_run):
+    yield from serve(str(lone_run))
+
+
+def test_the_first_view_lists_a_lone_run(browser, lone_run, lone_run_url):
+    from neuron_support.app import load_tables
+    df = load_tables(str(lone_run))
+    assert list(df.model_id) == [f"{DEMO}/tiny-llama"] and df.selection_rank.isna().all()   # a run outside a sweep: no selection
+    pg = folder_page(browser, lone_run_url)
+    wait_count(pg, "1 model")
+    assert column(pg, "model") == [f"{DEMO}/tiny-llama"] and column(pg, "rank") == [""] and column(pg, "result") == list(df.result)
+    assert pg.locator("#view-note").inner_text() == "No selection yet; the models run outside a sweep: transformers 1 run alone."
+    pg.select_option("#view", "Selected")   # no sweep, no selection: said by the count
+    wait_count(pg, "0 models")
+    pg.select_option("#view", "Overview")
+    cell(pg, f"{DEMO}/tiny-llama").click()
+    pg.locator("#model-header").get_by_text(f"{DEMO}/tiny-llama", exact=True).wait_for()
     clean(pg)
     assert pg.outside == []
     pg.context.close()
