@@ -410,7 +410,7 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
 ALLOWED_IMPORTS = {"argparse", "ctypes", "functools", "gc", "hashlib", "io", "json", "math", "os", "re", "resource", "signal", "socket", "sys", "time",
-                   "traceback", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
+                   "traceback", "urllib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
                    "torch_neuronx"}
 
 

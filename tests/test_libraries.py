@@ -1,6 +1,6 @@
 """Issue 19: the library as a unit. sentence-transformers swept on the demo catalog through the real command, its checks
 failing on damaged weights, and a toy library, defined in this file alone, selected, run and tabled like the others."""
-import json, os, shutil, subprocess, sys
+import re, json, os, shutil, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,8 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub):
                                   "neuron-support-demo/tiny-st-custom-pooling": "EXCLUDED"}, table[["result", "notes"]]
     minilm = table.loc["sentence-transformers/all-MiniLM-L6-v2"]
     assert minilm.cpu_match == "Y" and minilm.runner == "run_sentence_embedding" and minilm.neuron_cores == 1
-    assert minilm.notes.startswith("ranking by similarity to sentence 1: 3 (0.70), 2 (0.66), 4 (0.19), 5 (0.12)"), minilm.notes
+    # sentence 3's similarity is 0.7073 in fp32 and 0.7058 in bf16 on the CPU: the device's bf16 rounds to 0.70 or 0.71
+    assert re.match(r"ranking by similarity to sentence 1: 3 \(0\.7[01]\), 2 \(0\.66\), 4 \(0\.19\), 5 \(0\.12\)", minilm.notes), minilm.notes
     assert table.loc["neuron-support-demo/tiny-cross-encoder", "runner"] == "run_cross_encoder"
     assert table.loc["neuron-support-demo/tiny-cross-encoder", "notes"].startswith("passages by score: ")
     assert table.loc["neuron-support-demo/tiny-st-custom-pooling", "exclusion"] == "trust-remote-code"

@@ -4,7 +4,7 @@ Local tiny checkpoints (written here with save_pretrained) cover the core paths;
 (`demo_hub`) covers every runner on its demo models. Each run is a real `run.py` with real rank processes and
 aot_eager compilation, so a run costs tens of seconds on this machine.
 """
-import importlib.util, json, os, shutil, subprocess, sys, time
+import importlib.util, json, os, shutil, subprocess, sys, sysconfig, time
 from pathlib import Path
 
 import psutil, pytest, torch
@@ -282,7 +282,10 @@ def test_a_wheel_carries_the_run_notebook(local_models, tmp_path, hub):
         else: shutil.copy(REPO / name, src / name)
     pip = dict(check=True, capture_output=True, timeout=600)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(wheels)], **pip)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], **pip)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], **pip)
+    # the stack (torch, transformers...) from this environment, as a plain path after the venv's own: the package comes from the
+    # wheel, not from this environment's editable install (a path line in a .pth file runs no other .pth file, so no finder)
+    (venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", *wheels.glob("*.whl")], **pip)
     env = {k: v for k, v in os.environ.items() if k != "NEURON_SUPPORT_RUN_NOTEBOOK"}
     where = subprocess.run([venv / "bin" / "python", "-c", "import neuron_support.script as s; print(s.__file__); print(s.run_notebook_path())"],
