@@ -14,12 +14,13 @@ __all__ = ['LFS_SUFFIXES', 'LFS_MIN_SIZE', 'FIRST_DATE', 'HEADER_LIMIT', 'KINDS'
            'front_matter', 'HubServer', 'make_server', 'serve_catalog', 'wait_for', 'hub_server', 'hub_env']
 
 # %% ../nbs/01_hub.ipynb #bb4735d6
-import base64, contextlib, importlib.util, datetime, fcntl, hashlib, json, math, os, re, select, shutil, subprocess, sys
+import base64, contextlib, importlib.util, datetime, hashlib, json, math, os, re, select, shutil, subprocess, sys
 import tempfile, threading, time, traceback, urllib.parse, urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.basics import patch
+from filelock import FileLock
 from .stack import UsageError, write_atomic, check_port
 import yaml
 
@@ -483,10 +484,7 @@ def check_access(self:Catalog, repo:Repo, authorization:str|None):
 def writing(catalog:Catalog):
     "Hold the catalog for a write: the thread lock and a file lock on `.hub/lock`."
     catalog.state.mkdir(parents=True, exist_ok=True)
-    with catalog.lock, open(catalog.state/"lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try: yield
-        finally: fcntl.flock(f, fcntl.LOCK_UN)
+    with catalog.lock, FileLock(catalog.state/"lock"): yield
 
 @patch
 def append_commit(self:Catalog, repo:Repo, commit:dict):

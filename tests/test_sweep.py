@@ -29,6 +29,8 @@ cores = 1
 time_limit = 60
 log_file = ""
 library_version = ""
+library = "transformers"
+library_versions = {}
 hold = 0.0
 wheel = ""
 """
@@ -43,6 +45,7 @@ with open(log_file, "a") as f: f.write(f"{model_id} start\\n")
 kind = model_id.split("/")[1].split("-")[0]
 notes = f"cores={os.environ.get('NEURON_RT_VISIBLE_CORES', '-')}"
 (out / "cores.txt").write_text(f"{os.environ.get('NEURON_RT_VISIBLE_CORES', '-')} {time.time()}")
+import psutil; (out / "worker.txt").write_text(str(psutil.Process().parent().parent().pid))  # kernel < the run's child < Ray's worker
 if kind == "crash": os._exit(3)
 if kind == "hang":
     ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True) for _ in range(cores)]
@@ -59,8 +62,8 @@ if kind == "pkg":  # the run module's own mechanism: install into the run's site
     sys.path.insert(0, str(out / "site")); import sweepleak
     assert subprocess.run([sys.executable, "-c", "import sweepleak"]).returncode == 0
 time.sleep(hold)
-row = {"model_id": model_id, "library": "transformers", "neuron_cores": cores, "runner": "run_dense", "result": "PASS",
-       "notes": notes, "library_version": library_version, "transformers": library_version,
+row = {"model_id": model_id, "library": library, "neuron_cores": cores, "runner": "run_dense", "result": "PASS",
+       "notes": notes, "library_version": library_versions.get(library, library_version), "transformers": library_version,
        "tested_at": datetime.now(timezone.utc).isoformat(), "run_py": (out / "run.py").read_text(),
        "device": device, "backend": backend}
 tmp = out / ".result.json.tmp"; tmp.write_text(json.dumps(row)); os.replace(tmp, out / "result.json")
@@ -176,6 +179,27 @@ def test_runs_crashes_and_hangs_each_get_their_row(tmp_path, probe_notebook, lea
     assert (local / "MODULE_1" / "model.neff").read_bytes() == b"compiled graph"
     assert (pushed / "MODULE_1" / "model.neff").read_bytes() == b"compiled graph"
     assert took < 300, took
+
+
+def test_one_ray_for_a_sweep_over_two_libraries(tmp_path, probe_notebook):
+    """Issue 28: a sweep over two libraries starts Ray once, not once per library; the second library's runs go to the
+    Ray workers the first library's runs left idle; Ray is shut down once, as the sweep ends."""
+    import io, ray
+    from dataclasses import replace
+    items = [SweepItem(f"t/pass-{k}", "run", cores=1, runner="run_dense", selection_rank=k) for k in (1, 2)]
+    log, out, said = tmp_path / "executions.log", tmp_path / "out", io.StringIO()
+    stacks = [replace(CPU, library=name) for name in ("transformers", "sentence-transformers")]
+    sweep(out_dir=out, items=items, notebook=probe_notebook, stack=CPU, slots=2, time_limit=60, grace=5, prefetch_gb=0, stream=said,
+          parameters=probe_params(log, library_versions={s.library: s.library_version for s in stacks}), libraries=[s.library for s in stacks])
+    lines = said.getvalue().splitlines()
+    assert sum("starting Ray" in l for l in lines) == 1, lines
+    assert [l for l in lines if l.startswith("== ")] == ["== transformers: the Hub's transformers models",
+                                                         "== sentence-transformers: the Hub's sentence-transformers models"], lines
+    pairs = [pair_key(s) for s in stacks]
+    workers = [{int((run_folder(out, pair, i.model_id) / "worker.txt").read_text()) for i in items} for pair in pairs]
+    for pair in pairs: assert results(out, pair) == {"t/pass-1": "PASS", "t/pass-2": "PASS"}, pair
+    assert workers[1] <= workers[0] and os.getpid() not in workers[0], workers   # the same processes: Ray's workers, kept
+    assert not ray.is_initialized()
 
 
 def test_prefetch_stays_within_its_budget(hub, tmp_path):
@@ -350,7 +374,7 @@ def test_each_sweep_goes_further_down_the_list(tmp_path):
                 assert "listing the most used models" in lines[first - 1] and "[1/2 to run]" in p.stderr, p.stderr[-2000:]
                 assert first < next(i for i, l in enumerate(lines) if "starting Ray" in l)
                 # the time left is known from the plans' sizes before any run has ended
-                assert "ETA ?" not in p.stderr and re.search(r"PASS +\S+ in \d+s  \[1/2, ETA \d+", p.stderr), p.stderr[-2000:]
+                assert "ETA ?" not in p.stderr and re.search(r"PASS +\S+ in (?:\d+m)?\d+s  \[1/2, ETA \d+", p.stderr), p.stderr[-2000:]
         assert len(runs[0]) == 2 and len(runs[1]) == 2 and not runs[0] & runs[1], runs   # 4 distinct models
         assert runs[2] == set(), runs
         assert "4 models skipped: run.py unchanged" in p.stderr and "no model to run" in p.stderr, p.stderr[-2000:]
