@@ -235,7 +235,7 @@ def write_table(path:Path, rows:dict):
 
 def run_one(folder:Path, run_dir:Path, stack, time_limit:float, max_new_tokens:int)->tuple: # (outcome, plan or None)
     "The plan of the checkpoint, its run.py rendered into `run_dir`, and run with a time limit; the outcome run.py printed."
-    from neuron_support.plan import make_plan
+    from neuron_support.libraries import make_plan
     from neuron_support.script import render_run_py, execute_run_py
     from neuron_support.stack import write_atomic
     plan = make_plan(str(folder), None, stack, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens)  # random weights: no early EOS
@@ -271,7 +271,7 @@ def measure(group:str, model_type:str, arch:str, root:Path, stack, a)->dict:
 
 def settings_of(r:dict)->str:
     "The settings a row's run took: its `settings`, or (a row of an older table) what its notes say."
-    from neuron_support.standalone import SETTINGS
+    from neuron_support.core import SETTINGS
     if r.get("settings"): return r["settings"]
     return next((k for k, v in SETTINGS.items() if k != "card" and str(r.get("notes", "")).startswith(f"({v}:")), "card")
 

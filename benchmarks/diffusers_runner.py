@@ -8,7 +8,7 @@
 83M-parameter VAE with its middle attention block, the 123M-parameter CLIP ViT-L/14 text encoder), with the demo's byte
 tokenizer (the vocabulary does not change the compute). `--size tiny` is the demo's tiny-sd. Each variant runs in its
 own fresh process, on the same device, twice in the same benchmark run, alternating:
-- the runner: `standalone_diffusers.run_text_to_image` on the plan `make_plan` gives, as a rank runs it (bf16, the
+- the runner: `diffusers_runs.run_text_to_image` on the plan `make_plan` gives, as a rank runs it (bf16, the
   denoiser and the VAE decoder compiled whole with static shapes, a compiling call then a warm one);
 - the floor: the diffusers compile guide's script, written by hand: `from_pretrained(dtype=bf16)`, `.to(device)`,
   `pipe.unet.compile(...)`, `pipe.vae.decoder.compile(...)`, the same prompt, steps, size and latents.
@@ -44,9 +44,9 @@ def write_sd15(dest: Path):
 RUNNER = """
 import json, sys, torch
 from neuron_support.stack import detect_stack
-from neuron_support.plan import make_plan
+from neuron_support.libraries import make_plan
 from neuron_support.script import plan_dict
-from neuron_support.standalone_diffusers import run_text_to_image
+from neuron_support.diffusers_runs import run_text_to_image
 path, device = sys.argv[1], sys.argv[2]
 stack = detect_stack(device, found={}, library="diffusers")
 out = run_text_to_image(plan_dict(make_plan(path, stack=stack), stack), path, stack.device, {"phase": "load"})

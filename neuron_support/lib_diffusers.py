@@ -13,11 +13,12 @@ from pathlib import Path
 from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import GatedRepoError
 from .stack import UsageError
-from .library import Library, register, carried_code
+from .library import Library
 from .hub import safetensors_counts, parameter_counts
-from .plan import (Plan, MAX_CORES, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, file_sizes, pickle_weight_bytes,
+from .facts import MAX_CORES
+from .plan import (Plan, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, file_sizes, pickle_weight_bytes,
                                  header_counts, hub_header)
-from .select import exclusion, gated
+from .rules import exclusion, gated
 
 # %% ../nbs/14_diffusers.ipynb #9befa2e2
 DIFFUSERS_TASKS = ("text-to-image",)
@@ -129,11 +130,11 @@ def df_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, api:
     return exclusion(info, stack, token, max_cores, api, fit=df_fit)
 
 # %% ../nbs/14_diffusers.ipynb #784da4d3
-DIFFUSERS = register(Library(
-    "diffusers", DIFFUSERS_TASKS, DIFFUSERS_TASKS, df_plan, df_exclusion, runner_code=lambda: carried_code("neuron_support.standalone_diffusers"),
+DIFFUSERS = Library(
+    "diffusers", DIFFUSERS_TASKS, DIFFUSERS_TASKS, df_plan, df_exclusion, carried="neuron_support.diffusers_runs",
     config_file="model_index.json",
     tested="each text-to-image pipeline loaded with `DiffusionPipeline.from_pretrained` in bf16 on one NeuronCore, its denoiser "
            "(UNet or transformer) and its VAE's decoder compiled with `torch.compile`; it draws a fixed prompt in 2 steps at its "
            "default size, at most 256 pixels a side, from initial latents drawn on the CPU from seed 0; the picture's PSNR against "
            "the CPU's fp32 picture from the same latents must be at least the bf16 CPU picture's less 6.02 dB (twice its RMS "
-           "distance), or 48.1 dB; each run's picture and the CPU's are published beside its notebook"))
+           "distance), or 48.1 dB; each run's picture and the CPU's are published beside its notebook")

@@ -11,9 +11,10 @@ import json
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import EntryNotFoundError
 from .stack import UsageError
-from .library import Library, register, carried_code
-from .plan import Plan, MAX_CORES, ENCODER_LENGTH, ENCODER_TEXT, read_text, checkpoint_weight_bytes, plan_cores, info_checkpoint
-from .select import exclusion
+from .library import Library
+from .facts import MAX_CORES, ENCODER_LENGTH, ENCODER_TEXT
+from .plan import Plan, read_text, checkpoint_weight_bytes, plan_cores, info_checkpoint
+from .rules import exclusion
 
 # %% ../nbs/12_sentence_transformers.ipynb #6135b467
 ST_TASKS = ("sentence-similarity", "feature-extraction", "text-ranking")
@@ -89,10 +90,10 @@ def st_exclusion(info, # the listing's item
     return None, why
 
 # %% ../nbs/12_sentence_transformers.ipynb #b6e57286
-SENTENCE_TRANSFORMERS = register(Library(
-    "sentence-transformers", ST_TASKS, ST_TASKS, st_plan, st_exclusion, runner_code=lambda: carried_code("neuron_support.standalone_st"),
+SENTENCE_TRANSFORMERS = Library(
+    "sentence-transformers", ST_TASKS, ST_TASKS, st_plan, st_exclusion, carried="neuron_support.st_runs",
     tested="each model loaded with its own modules (`SentenceTransformer` or `CrossEncoder`) on one NeuronCore and compiled the "
            "library's way (`model.compile`): an embedding model encodes five sentences padded to 128 tokens, each embedding held to "
            "the CPU's fp32 one as bf16 alone allows and the sentences ranked by similarity to the first as fp32 ranks them; a "
            "cross-encoder scores a query against four passages, each score within 1.0 of fp32's or twice bf16's distance, the "
-           "passages ranked as fp32 ranks them"))
+           "passages ranked as fp32 ranks them")

@@ -143,11 +143,12 @@ class Stack:
     core_gb: float       # GiB of one core
     versions: dict = field(default_factory=dict) # the table's version columns
     library: str = "transformers"
+    release: str = ""    # the library's version, when the library names it (one registered from outside may not be a distribution)
 
     @property
     def library_version(self)->str:
-        from neuron_support.library import library_of  # the registry plans with stacks: imported when asked
-        return self.versions.get(self.library.replace("-", "_"), "") or library_of(self.library).installed_version()
+        "The version that names the pair: the library's own word, else the version column, else the installed distribution's."
+        return self.release or self.versions.get(self.library.replace("-", "_"), "") or package_version(self.library)
 
 # %% ../nbs/00_stack.ipynb #8a1069d8
 def detect_stack(device:str|None=None, # force a device (neuron, cuda, cpu)
@@ -156,16 +157,15 @@ def detect_stack(device:str|None=None, # force a device (neuron, cuda, cpu)
                  found:dict|None=None, # accelerators found (probed when None)
                  versions:dict|None=None, # version columns (read when None)
                  env:dict=os.environ, # configured CPU figures
-                 library:str="transformers", # the library that loads the models
+                 library:str="transformers", # the library that loads the models (the registry's `library_stack` checks the name)
+                 release:str="", # its version, when the library says it (the registry's `library_stack` asks it)
                 )->Stack:
     "The stack this process runs on, with the user's overrides applied."
-    from neuron_support.library import library_of
-    library_of(library)  # an unknown library is the user's error, said before any probing
     found = probe_accelerators() if found is None else found
     dev = choose_device(found, device)
     cores, gb = cores_and_capacity(dev, found, env)
     return Stack(dev, choose_backend(dev, backend), PROCESS_GROUP[dev], cores, core_gb or gb,
-                 read_versions() if versions is None else versions, library)
+                 read_versions() if versions is None else versions, library, release)
 
 # %% ../nbs/00_stack.ipynb #1f39ef97
 def compiler_key(s:Stack)->str:

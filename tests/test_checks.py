@@ -1,17 +1,17 @@
 """The output checks on real models: SmolLM2 in bf16 against its fp32 CPU reference, perturbed weights that must fail,
 near-ties, the English judge, the reference cache under concurrent runs, encoder checks of each kind, error signatures,
 and the rendered functions running on their own."""
-import ast, inspect, json, math, os, random, subprocess, sys, textwrap, time
+import ast, importlib.util, inspect, json, math, os, random, subprocess, sys, textwrap, time
 from pathlib import Path
 
 import pytest
 import torch
 import transformers
 
-from neuron_support import standalone
-from neuron_support.standalone import (NEAR_TIE_NATS, check_encoder, compare_generation, encoder_reference, encoder_task_kind,
-                                       generation_reference, judge_english, load_judge, load_reference, near_tie, reference_file,
-                                       save_reference)
+from neuron_support.facts import encoder_task_kind
+from neuron_support.checks import (NEAR_TIE_NATS, check_encoder, compare_generation, encoder_reference, generation_reference,
+                                   judge_english, load_judge, load_reference, near_tie, reference_file, save_reference)
+from neuron_support.script import CARRIED_CORE, carried_modules, module_text
 from neuron_support.publish import error_signature
 
 PROMPT = "The future of AI is"
@@ -264,7 +264,7 @@ def test_cache_is_safe_for_concurrent_runs(tmp_path):
 
 
 def test_reference_file_depends_on_every_input(smol, prompt_ids, tmp_path):
-    from neuron_support.standalone import fingerprint
+    from neuron_support.checks import fingerprint
     base = fingerprint({**KEY, "input_ids": prompt_ids, "max_new_tokens": 32})
     f = reference_file(tmp_path, base, "generation")
     for change in ({"revision": "x"}, {"torch": "0"}, {"transformers": "0"}, {"input_ids": prompt_ids[:-1]}, {"max_new_tokens": 31}):
@@ -414,15 +414,21 @@ ALLOWED_IMPORTS = {"argparse", "ctypes", "functools", "gc", "hashlib", "io", "js
                    "torch_neuronx"}
 
 
-def test_the_standalone_module_imports_nothing_of_the_package():
-    "run.py is the module's text: it may import the standard library, torch and transformers' world, never neuron_support."
-    tree = ast.parse(Path(standalone.__file__).read_text())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
-    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
-    assert imported <= ALLOWED_IMPORTS, imported - ALLOWED_IMPORTS
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    assert "exec" not in names and "globals" not in names
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
+def test_the_carried_modules_import_nothing_else_of_the_package(library):
+    """run.py is the carried modules' text: each may import the standard library, torch and the libraries' world, and the
+    other carried modules (the lines run.py leaves out), never the rest of neuron_support."""
+    carried = carried_modules(library)
+    for module in carried:
+        tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+        relative = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0}
+        assert relative <= {m.rsplit(".", 1)[-1] for m in carried}, (module, relative)
+        assert imported <= ALLOWED_IMPORTS | {library.replace("-", "_"), "warnings", "logging"}, (module, imported - ALLOWED_IMPORTS)
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        assert "exec" not in names and "globals" not in names
+    assert carried[:len(CARRIED_CORE)] == CARRIED_CORE
 
 
 def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol):
@@ -438,7 +444,7 @@ def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol)
                           "wrong": compare_generation(cpu, wrong, tok)["cpu_match"]}}))
     """)
     script = tmp_path / "run_checks.py"
-    script.write_text(Path(standalone.__file__).read_text() + "\n" + main)
+    script.write_text(module_text() + "\n" + main)
     guard = "import sys; sys.modules['neuron_support'] = None; exec(open(sys.argv[1]).read(), {'__name__': 'run_checks'})"
     out = subprocess.run([sys.executable, "-c", guard, str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})

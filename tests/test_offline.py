@@ -10,7 +10,7 @@ import os, shutil, subprocess, sys
 from conftest import free_port
 from test_hardening import only_row, tiny_llama
 from neuron_support.hub import hub_env
-from neuron_support.standalone import JUDGE_MODEL
+from neuron_support.facts import JUDGE_MODEL
 
 RETRY_FALLBACK = "Could not reach the Hub"   # huggingface_hub's line when it gave up on the Hub and used the cache
 

@@ -12,9 +12,9 @@ from safetensors.torch import load_file
 from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, MambaConfig, MambaForCausalLM,
                           T5GemmaConfig, T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
 
-from neuron_support import standalone
-from neuron_support.standalone import free_port
-from neuron_support.plan import make_plan
+from neuron_support import core, transformers_runs
+from neuron_support.core import free_port
+from neuron_support.libraries import make_plan
 from neuron_support.script import render_run_py, module_text, plan_dict
 from neuron_support.publish import COLUMNS
 from neuron_support.stack import detect_stack, GiB
@@ -91,7 +91,7 @@ def test_render_is_deterministic_and_follows_the_code(local_models):
     text = render_run_py(plan, stack)
     assert render_run_py(make_plan(str(local_models / "llama"), stack=stack), stack) == text
     # what was tested is what is rendered: after the header and PLAN, the module's file byte for byte
-    assert text.endswith(Path(standalone.__file__).read_text()) and text.endswith(module_text())
+    assert text.endswith(module_text())
     header_and_plan = text[:len(text) - len(module_text())]
     assert header_and_plan.startswith("#!/usr/bin/env python3\n") and "\nPLAN = {" in header_and_plan
     assert all(l.startswith("#") for l in header_and_plan.split("\nPLAN = ")[0].splitlines())
@@ -134,7 +134,7 @@ def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
     assert row["neuron_cores"] == 2 and row["result"] in ("PASS", "FAIL(output)") and row["check"].startswith("judge")
     assert o["ranks_agree"] is True
     # the same tokens as one rank, run through the same standalone script
-    res = standalone.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, None)
+    res = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None)
     assert res["tokens"] == o["tokens"]
 
 

@@ -13,7 +13,7 @@ import nbformat, pandas as pd, psutil, pytest
 
 from neuron_support.publish import read_table, table_path
 from neuron_support.stack import detect_stack, pair_key
-from neuron_support.standalone import tagged_processes
+from neuron_support.processes import tagged_processes
 from neuron_support.sweep import Prefetch, SweepItem, journal_path, run_folder, summary, sweep, sync_cache
 
 CPU = detect_stack("cpu", found={})

@@ -1,0 +1,118 @@
+"""The shape of the package: run.py is whole modules, the modules import each other without a cycle and at their top,
+and the processes that only plan, select or watch a run never start the stack (torch, a library's models)."""
+import ast, importlib.util, json, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from neuron_support.script import CARRIED_CORE, ENTRY, carried_modules, module_text
+
+PACKAGE = Path(importlib.util.find_spec("neuron_support").origin).parent
+MODULES = {p.stem: ast.parse(p.read_text()) for p in sorted(PACKAGE.glob("*.py")) if p.stem not in ("__init__", "_modidx")}
+
+
+def own_imports(tree) -> list:  # [(module imported, the node)], the package's modules only
+    "The package's modules a module imports, relative (`from .plan import`) or absolute (`from neuron_support.plan import`)."
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            if n.level == 1 and n.module: found.append((n.module.split(".")[0], n))
+            elif n.level == 1: found += [(a.name, n) for a in n.names]
+            elif n.module and n.module.startswith("neuron_support."): found.append((n.module.split(".")[1], n))
+            elif n.module == "neuron_support": found += [(a.name, n) for a in n.names]
+        elif isinstance(n, ast.Import):
+            found += [(a.name.split(".")[1], n) for a in n.names if a.name.startswith("neuron_support.")]
+    return found
+
+
+def cycle(graph: dict) -> list:
+    "One import cycle of the graph as a list of modules, or [] when there is none."
+    state, stack = {}, []
+    def visit(m):
+        state[m] = "open"; stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == "open": return stack[stack.index(n):] + [n]
+            if n not in state and (found := visit(n)): return found
+        state[m] = "done"; stack.pop()
+        return []
+    for m in sorted(graph):
+        if m not in state and (found := visit(m)): return found
+    return []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    "The check below can fail: a graph with a cycle is caught, one without is not."
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_cycle_between_the_package_modules():
+    graph = {m: {name for name, _ in own_imports(t) if name in MODULES} - {m} for m, t in MODULES.items()}
+    assert cycle(graph) == [], cycle(graph)
+
+
+def test_project_imports_are_at_the_top_outside_the_cli():
+    "Only the CLI defers the import of the package's modules (per subcommand); every other module imports them at its top."
+    inner = [f"{m}.py:{n.lineno}" for m, t in MODULES.items() if m != "cli"
+             for f in ast.walk(t) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for name, n in own_imports(f)]
+    assert inner == []
+
+
+def test_no_star_import_no_registration_by_mutation_no_fcntl():
+    text = {m: (PACKAGE / f"{m}.py").read_text() for m in MODULES}
+    assert [m for m, t in text.items() if "import *" in t] == []
+    assert [m for m, t in text.items() if "RUNNERS.update(" in t or "CHECKS.update(" in t] == []
+    assert [m for m, t in text.items() if "fcntl" in t] == []
+
+
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
+def test_run_py_is_the_carried_modules_verbatim(library):
+    """run.py's code is each carried module's text in order, byte for byte, less only its imports of the other carried
+    modules, and then the one line that hands the library's RUNNERS and CHECKS to main."""
+    code, carried = module_text(library), carried_modules(library)
+    assert carried[:len(CARRIED_CORE)] == CARRIED_CORE and len(carried) == len(CARRIED_CORE) + 1
+    assert code.endswith("\n" + ENTRY) and code.count(ENTRY) == 1
+    at = 0
+    for module in carried:
+        text = Path(importlib.util.find_spec(module).origin).read_text()
+        tree = ast.parse(text)
+        left_out = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1]
+        assert all(n.module in {c.rsplit(".", 1)[-1] for c in carried} for n in left_out), module
+        lines = text.splitlines(True)
+        kept = "".join(l for i, l in enumerate(lines, 1) if not any(n.lineno <= i <= n.end_lineno for n in left_out))
+        assert code.find(kept, at) == at, module   # in order, whole, where the previous one ended
+        at += len(kept) + 1
+    assert "from ." not in code and "import neuron_support" not in code and "from neuron_support" not in code
+
+
+KERNEL_IMPORTS = """import sys
+from neuron_support.stack import detect_stack, stack_record, format_record, pair_key, write_atomic, utc_now
+from neuron_support.facts import MAX_CORES, JUDGE_MODEL
+from neuron_support.plan import plan_record
+from neuron_support.libraries import make_plan, library_stack
+from neuron_support.script import render_run_py, execute_plan, make_row, DEFAULT_TIME_LIMIT, OUTCOME_FILE
+import neuron_support.cli, neuron_support.select, neuron_support.sweep, neuron_support.publish
+heavy = [m for m in sys.modules if m.split(".")[0] in ("torch", "sentence_transformers", "diffusers")
+         or m.startswith("transformers.models.") or m == "transformers.modeling_utils"]
+print(json.dumps(heavy))
+"""
+
+
+def test_planning_and_watching_never_start_the_stack():
+    """The run notebook's imports (tests/../nbs/run.ipynb's first cell), the CLI, the selection and the sweep's driver, in a
+    fresh interpreter: no torch, no library's model code."""
+    out = subprocess.run([sys.executable, "-c", "import json\n" + KERNEL_IMPORTS], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    # the check can fail: importing the carried core does start torch
+    out = subprocess.run([sys.executable, "-c", "import json\nimport neuron_support.core\n" + KERNEL_IMPORTS], capture_output=True, text=True, timeout=300)
+    assert "torch" in json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_run_notebook_imports_what_the_test_imports():
+    "The kernel's imports above are the run notebook's own (its first code cell with imports), so the check above is of the real thing."
+    nb = json.loads((PACKAGE.parent / "nbs" / "run.ipynb").read_text())
+    first = next("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and "from neuron_support" in "".join(c["source"]))
+    for line in first.splitlines():
+        if line.startswith("from neuron_support"): assert line in KERNEL_IMPORTS, line
