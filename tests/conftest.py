@@ -138,11 +138,68 @@ def demo_hub(demo_catalog) -> str:
         yield endpoint
 
 
+def session_folder(tmp_path_factory) -> Path:
+    """The folder of this test session that every pytest-xdist worker sees: the parent of a worker's base temp folder
+    (xdist gives each worker `<session's basetemp>/popen-gwN`), or the base temp folder itself without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float):
+    """Run `cmd` once for the whole session, however many workers and tests ask: `cmd + ["--out", OUT]`, its output folder
+    OUT under a folder of the session that all workers share. The first to ask runs it, holding a file lock; it saves the
+    return code and output beside OUT, and whoever asks later (this worker or another one, which waits on the lock
+    meanwhile) reads them back. Returns (OUT, the CompletedProcess). OUT is shared: read it, never write in it (copy it)."""
+    import subprocess
+    from filelock import FileLock
+    folder = session_folder(tmp_path_factory) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    out, done = folder / "out", folder / "done.json"
+    with FileLock(folder / "lock"):
+        if not done.is_file():
+            args = [*map(str, cmd), "--out", str(out)]
+            try: p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired as e:   # said once: whoever asks next sees the same failure, and does not run it again
+                text = lambda x: x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                p = subprocess.CompletedProcess(args, -9, text(e.stdout), text(e.stderr) + f"\n[timed out after {timeout} s]")
+            tmp = folder / "done.json.tmp"
+            tmp.write_text(json.dumps({"args": p.args, "returncode": p.returncode, "stdout": p.stdout, "stderr": p.stderr}))
+            os.replace(tmp, done)
+        saved = json.loads(done.read_text())
+    return out, subprocess.CompletedProcess(saved["args"], saved["returncode"], saved["stdout"], saved["stderr"])
+
+
+# What the demo sweep of each library other than transformers needs (tests/test_libraries.py, tests/test_diffusers.py): the
+# whole of that library's list, 2 slots, 15 minutes a run. One sweep of both lists, one Ray for both (it sweeps them one after
+# the other: sentence-transformers', then diffusers'), instead of a sweep each. transformers' demo sweeps stay apart: they
+# take a part of its list with --only, and --only filters every library's list (all-MiniLM-L6-v2 is on transformers' list too).
+DEMO_SWEEP_LIBRARIES = ("sentence-transformers", "diffusers")
+
+
+@pytest.fixture(scope="session")
+def demo_sweep_of_libraries(tmp_path_factory):
+    """`neuron-support sweep --demo --library sentence-transformers diffusers --slots 2 --time-limit 900`, run once per session
+    (under pytest-xdist too): (its output folder, its CompletedProcess). The folder is shared: read only."""
+    import shutil
+    return once_per_session(tmp_path_factory, "demo-sweep-of-libraries",
+                            [shutil.which("neuron-support"), "sweep", "--demo", "--library", *DEMO_SWEEP_LIBRARIES,
+                             "--slots", "2", "--time-limit", "900"], timeout=1700)
+
+
 # The modules whose tests run longest (whole sweeps, runs with several ranks, the Space's virtualenv: minutes each) go
 # first. pytest-xdist hands the tests out in this order, so a long test started last no longer keeps one worker busy while the other waits.
 SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_run.py", "test_space.py")
+# The tests of a sweep run once per session go before them all, side by side: pytest-xdist's default scheduling (`--dist
+# load`) hands each worker a run of consecutive tests first, so they go to one worker, which runs the sweep once while
+# the other worker gets on with the rest; apart, the second worker to ask would wait on the first one's sweep, idle.
+SHARED_SWEEPS = ("demo_sweep_of_libraries",)
 
 
 def pytest_collection_modifyitems(items):
-    "The longest modules first, each module's own order kept (a stable sort: its module-scoped fixtures are set up once)."
-    items.sort(key=lambda item: SLOW_FIRST.index(item.path.name) if item.path.name in SLOW_FIRST else len(SLOW_FIRST))
+    """The tests of a shared sweep first, then the longest modules, each module's own order kept (a stable sort: its
+    module-scoped fixtures are set up once)."""
+    def rank(item):
+        shared = [i for i, name in enumerate(SHARED_SWEEPS) if name in getattr(item, "fixturenames", ())]
+        if shared: return (0, shared[0])
+        return (1, SLOW_FIRST.index(item.path.name) if item.path.name in SLOW_FIRST else len(SLOW_FIRST))
+    items.sort(key=rank)

