@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['MODEL_FOR_CAUSAL_LM_MAPPING_NAMES', 'MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES',
            'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'EXPERT_KEYS', 'SELECTION_TASKS', 'SEQ2SEQ_TASKS',
-           'ENCODER_TASKS', 'TASKS', 'GENERATION_TASKS', 'TRANSFORMERS', 'is_moe', 'is_causal', 'choose_runner',
-           'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan', 'unsupported',
-           'runner_and_fit', 'transformers_exclusion']
+           'ENCODER_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED', 'TRANSFORMERS', 'is_moe', 'is_causal',
+           'choose_runner', 'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan',
+           'unsupported', 'runner_and_fit', 'transformers_exclusion']
 
 # %% ../nbs/10_transformers.ipynb #e4da9530
 import json
@@ -132,6 +132,37 @@ def runner_and_fit(info:ModelInfo, # the listing's item, with a config
     except UsageError as e: return "too-large", str(e)
     return None, (runner, head, nbytes, cores, fit)
 
+# %% ../nbs/10_transformers.ipynb #dc48481d
+TESTED = f"""Each run loads a model on a `trn2` instance and generates {MAX_NEW_TOKENS} tokens greedily
+from the prompt `"{PROMPT}"`, sent as a user message for chat
+models. The model is sharded over the smallest power-of-two number of
+NeuronCores that fits its bf16 weights, one rank per core: with
+`tp_plan="auto"`, or expert-parallel for mixture-of-experts models without a
+tensor-parallel plan. Generation uses `torch.compile(backend="neuron")` with a
+static cache and chunked prefill. An encoder-decoder model runs its encoder
+once on the prompt, then generates from its decoder, on one NeuronCore.
+
+The model compiles whole (`fullgraph=True`) first. When dynamo cannot trace one
+whole graph, the run compiles again with graph breaks allowed, as
+`torch.compile(model)` does by default, and is judged on that run;
+`graph_breaks` and `graph_break` say how many and where. When a run fails, the
+same call is repeated on the CPU, eagerly, with the same settings, and
+`cpu_eager` says whether the CPU runs it: `ok` means the failure is the
+device's or the compiler's. Where transformers refuses the static cache with
+chunked prefill for a model, also eagerly on the CPU (a state-space model such
+as Mamba, some hybrids), the run takes the closest settings the CPU accepts
+that keep every shape fixed, the prompt in one prefill, and `notes` says so.
+
+A text encoder, such as a BERT, RoBERTa or DeBERTa model, runs one forward pass
+instead, on one NeuronCore, compiled with `torch.compile(backend="neuron")`. Its
+input is the sentence `"{ENCODER_TEXT}"`, padded to
+{ENCODER_LENGTH} tokens, with `{MASKED_WORD}` masked for a masked language model, and after the
+question `"{QUESTION}"` for a question-answering one. It loads with the
+head class its checkpoint declares, or without a head.
+
+For now, only models that fit on {MAX_CORES // 4} Trainium2 devices are tested, {MAX_CORES}
+NeuronCores at most.""" # the card's section on this library
+
 # %% ../nbs/10_transformers.ipynb #40addabc
 def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "The common rules, with transformers' plan as the fit: its runner, a task the runner serves, and the cores."
@@ -139,6 +170,4 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
 
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,
-    tested="each checkpoint loaded with its transformers class, sharded over the fewest NeuronCores that hold it: a "
-           "decoder's or an encoder-decoder's greedy generation of 32 tokens, compiled, compared token by token with the CPU's; "
-           "an encoder's compiled forward pass compared with the CPU's fp32 and bf16 outputs", carried="neuron_support.transformers_runs")
+    tested=TESTED, carried="neuron_support.transformers_runs")

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from .stack import UsageError, Stack, write_atomic
+from .stack import UsageError, Stack, write_atomic, VERSION_COLUMNS
 from .libraries import libraries
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError, EntryNotFoundError, HFValidationError
 from huggingface_hub import HfApi, CommitOperationAdd, CommitOperationDelete, hf_hub_download
@@ -38,8 +38,7 @@ CARD_COLUMNS = [
     pa.field("result", pa.string(), nullable=False), pa.field("notes", pa.string()), pa.field("exclusion", pa.string()),
     pa.field("error", pa.string()), pa.field("cpu_match", pa.string()), pa.field("english", pa.string()),
     pa.field("wall_s", pa.float64()), pa.field("hbm_peak_gb", pa.float64()), pa.field("hbm_capacity_gb", pa.float64()),
-    *[pa.field(v, pa.string()) for v in ("neuronx_cc", "library_version", "transformers", "accelerate",
-                                         "torch_neuronx", "torch", "nki", "python", "neuron_driver")],
+    *[pa.field(v, pa.string()) for v in (VERSION_COLUMNS[0], "library_version", *VERSION_COLUMNS[1:])],
     pa.field("tested_at", pa.timestamp("us", tz="UTC")), pa.field("run_py", pa.string())]
 OUR_COLUMNS = [
     pa.field("revision", pa.string()), pa.field("task", pa.string()), pa.field("device", pa.string()),
@@ -121,7 +120,7 @@ def error_signature(message:str, # the full exception message
     return re.sub(r"\s+", " ", s).strip()[:1000]
 
 # %% ../nbs/17_publish.ipynb #p8a00002
-STACK_COLUMNS = ("neuronx_cc", "transformers", "accelerate", "torch_neuronx", "torch", "nki", "python", "neuron_driver")
+STACK_COLUMNS = VERSION_COLUMNS # the stack's version columns of a row
 VERBATIM_COLUMNS = ("model_id", "run_py") # text columns kept byte for byte: the key, and the script that ran
 ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -293,17 +292,19 @@ def render_card(tables:dict, # {pair: table}
                )->str: # the README.md of the dataset
     "The dataset card, with the pairs present and the repo's own examples."
     pair, model = example_model(tables)
-    return CARDS.get_template("card.md").render(repo=repo, space=space, pair=pair, model=model, results=RESULTS,
+    return CARDS.get_template("card.md").render(repo=repo, space=space, pair=pair, model=model, results=RESULTS, versions=[VERSION_COLUMNS[0], "library_version", *VERSION_COLUMNS[1:]],
                                                 counts=result_counts(tables) if tables else None, libraries=library_pairs(tables))
 
 def pair_library(pair:str)->str:
     "The library a pair is of: its second part without the version."
     return pair.split("/")[1].rsplit("-", 1)[0]
 
-def library_pairs(tables:dict)->list: # [{"name", "pairs"}], the registry's libraries first, then any other the tables hold
-    "Each library and the pairs the dataset holds of it, newest first."
-    names = list(dict.fromkeys([*libraries(), *sorted(map(pair_library, tables))]))
-    return [{"name": n, "pairs": sorted((p for p in tables if pair_library(p) == n), reverse=True)} for n in names]
+def library_pairs(tables:dict)->list: # [{"name", "pairs", "tested"}], the registry's libraries first, then any other the tables hold
+    "Each library, the pairs the dataset holds of it, newest first, and what a run of it tests (the library's own words; none for one the registry does not know)."
+    known = libraries()
+    names = list(dict.fromkeys([*known, *sorted(map(pair_library, tables))]))
+    return [{"name": n, "pairs": sorted((p for p in tables if pair_library(p) == n), reverse=True),
+             "tested": known[n].tested if n in known else ""} for n in names]
 
 def read_tables(data_dir)->dict:
     "Every pair's table in the dataset folder, {pair: table}."

@@ -12,7 +12,7 @@ __all__ = ['DEFAULT_TIME_LIMIT', 'CARRIED_CORE', 'ENTRY', 'EXPLANATORY', 'FACT_L
 # %% ../nbs/18_script.ipynb #56dec127
 import ast, hashlib, importlib.util, json, os, pprint, re, shutil, signal, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
-from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now
+from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS
 from .facts import JUDGE_MODEL
 from .plan import Plan, plan_record
 from .processes import RUN_TAG, run_tag, kill_run, die_with_parent, first_line
@@ -34,8 +34,8 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
     v = stack.versions
     lines = ["#!/usr/bin/env python3", f"# neuron-support run of {plan['model_id']}" + (f" at revision {plan['revision']}" if plan['revision'] else ""),
              f"# runner {plan['runner']} ({plan['head_class']}) on {plan['cores']} core(s) of {stack.device}, backend {stack.backend}",
-             "# stack: " + ", ".join(f"{k} {v.get(k) or '-'}" for k in ("neuronx_cc", "torch_neuronx", "nki", "neuron_driver")),
-             "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in ("torch", "transformers", "accelerate", "python")),
+             "# stack: " + ", ".join(f"{k} {v.get(k) or '-'}" for k in DEVICE_VERSIONS),
+             "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in VERSION_COLUMNS if k not in DEVICE_VERSIONS),
              "# packages added on top of that stack:", "# pip install " + " ".join(added_packages(stack, packages)),
              "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)",
              "# code: the modules " + ", ".join(m.rsplit(".", 1)[-1] for m in carried_modules(stack.library)) + " of neuron_support, verbatim,",
@@ -152,7 +152,7 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
     return {"result": "FAIL(other)", "notes": why[:200], "error": why + "\n" + "\n".join(lines[-20:]), "wall_s": round(time.time() - start, 3)}
 
 # %% ../nbs/18_script.ipynb #464b1f50
-PROTECTED = ("torch", "transformers", "torch-neuronx", "neuronx-cc", "nki", "accelerate")
+PROTECTED = tuple(PACKAGES.values()) # the stack's distributions: a run installs nothing over them
 
 def install_packages(packages:list, # requirement names
                      site:Path, # the run's own package folder
