@@ -7,17 +7,14 @@ __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVE
            'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'PICTURES', 'CLOSENESS', 'TITLE',
            'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files',
            'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural',
-           'rows_from', 'Results', 'view_rows', 'view_table', 'view_summary', 'hub_popularity', 'popularity_or_none',
-           'changes_of', 'history', 'by_library', 'model_row', 'text_of', 'check_text', 'hub_url', 'notebook_url',
-           'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'picture_url', 'pictures_of',
-           'closeness_of', 'result_class', 'safe_url', 'render', 'header_of', 'diff_of', 'pair_diff',
-           'across_libraries', 'diff_note', 'regressions', 'diff_start', 'failure_causes', 'cache_by_pair',
-           'results_by_pair', 'passing_resources', 'charts', 'model_link', 'choices', 'overview_note', 'section_of',
-           'models_section', 'models_page', 'script_header', 'model_page', 'clean_notebook_html', 'notebook_exporter',
-           'notebook_html', 'run_file', 'notebook_page', 'pictures_start', 'picture_grid', 'quiet_gradio',
-           'compiler_view', 'GradioAssets', 'web_app', 'wants_popularity', 'load_results', 'serve_app']
+           'rows_from', 'Results', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of',
+           'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files',
+           'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render', 'header_of', 'model_link', 'choices',
+           'script_header', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
+           'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/21_app.ipynb #14239873
+from fastcore.basics import patch
 import os, re, threading, time
 from collections import Counter
 from functools import cache
@@ -194,6 +191,7 @@ LATEST = "each model's latest run"
 ALL = "all"
 LIMIT = 200
 
+@patch
 def view_rows(self:Results, view:str=OVERVIEW, # one of VIEWS
               task:str=ALL, runner:str=ALL, result:str=ALL, # filters; ALL keeps every value
               pair:str=LATEST, # a pair, or LATEST
@@ -220,9 +218,9 @@ def view_rows(self:Results, view:str=OVERVIEW, # one of VIEWS
     if view in (OVERVIEW, "Selected"):   # by rank, then library; the rows of lone runs last
         return ix[np.lexsort((self.col["model_id"][ix], self.col["library"][ix], np.nan_to_num(self.rank[ix], nan=np.inf)))]
     return ix[np.lexsort((self.col["model_id"][ix], -np.nan_to_num(self.figure[FIGURE[view]][ix], nan=-1.0)))]
-Results.view_rows = view_rows
 
 # %% ../nbs/21_app.ipynb #a4ec1b40
+@patch
 def view_table(self:Results, rows:np.ndarray, # view_rows' answer
                view:str=OVERVIEW, limit:int=LIMIT)->pd.DataFrame:
     "The first `limit` rows of a view, as the text table the page shows."
@@ -238,7 +236,6 @@ def view_summary(rows, limit:int=LIMIT, models:int|None=None, # how many distinc
     "How many models a view holds (as rows of fewer models, where one is there once per library), and how many are shown."
     held = plural(len(rows), "model") if models in (None, len(rows)) else f"{plural(len(rows), 'row')} of {plural(models, 'model')}"
     return held + (f" (showing the first {limit:,})" if len(rows) > limit else "")
-Results.view_table = view_table
 
 # %% ../nbs/21_app.ipynb #f0178a7b
 def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
@@ -273,6 +270,7 @@ def changes_of(results:list)->list:
         if now is not None: before = now
     return out
 
+@patch
 def history(self:Results, model_id:str)->pd.DataFrame:
     "The model's result on every pair, oldest first, with when it started or stopped passing (within each library)."
     ix = self.by_model.get(model_id)
@@ -283,11 +281,11 @@ def history(self:Results, model_id:str)->pd.DataFrame:
     return pd.DataFrame({"pair": self.col["pair"][ix], "result": res.to_numpy(), "change": change.to_numpy(), "cores": s.cores.to_numpy(),
                          "wall s": s["wall s"].to_numpy(), "peak / capacity GB": s["peak / capacity GB"].to_numpy(),
                          "tested at": self.tested_at[ix]})
-Results.history = history
 
 # %% ../nbs/21_app.ipynb #a4892a17
 BY_LIBRARY = ["library", "version", "pair", "result", "cpu_match", "runner", "cores", "tested at"]
 
+@patch
 def by_library(self:Results, model_id:str)->pd.DataFrame:
     "The model's newest row in each library (the last in pair order, as `model_row`'s), one row per library, by name."
     ix = self.by_model.get(model_id, np.array([], int))
@@ -297,9 +295,9 @@ def by_library(self:Results, model_id:str)->pd.DataFrame:
     return pd.DataFrame({"library": d.library.to_numpy(), "version": d.library_version.fillna("").to_numpy(), "pair": d.pair.to_numpy(),
                          "result": d.result.to_numpy(), "cpu_match": d.cpu_match.fillna("").to_numpy(), "runner": d.runner.fillna("").to_numpy(),
                          "cores": self.shown.cores.iloc[ix].to_numpy(), "tested at": self.tested_at[ix]}, columns=BY_LIBRARY)
-Results.by_library = by_library
 
 # %% ../nbs/21_app.ipynb #74ebe5bf
+@patch
 def model_row(self:Results, model_id:str, pair:str|None=None)->pd.Series|None:
     "The model's row in `pair` (default: its newest), or None."
     ix = self.by_model.get(model_id)
@@ -329,7 +327,6 @@ def notebook_url(source:str, notebook, # the row's `notebook`: a path in the dat
     if repo := hub_repo(source): return f"{hub_url()}/datasets/{repo}/{'resolve' if raw else 'blob'}/main/{quote(notebook)}"
     if not (Path(source) / notebook).is_file(): return None
     return f"/files/{quote(notebook)}" if raw else "/notebook?" + urlencode({"path": notebook})
-Results.model_row = model_row
 
 def cpu_eager_text(row:pd.Series)->str:
     "Whose failure a FAIL is, in words, from `cpu_eager`; empty where it was not asked."
@@ -362,12 +359,14 @@ def run_folder(pair:str, model_id:str)->str:
     "The folder of a model's run on a pair, in the dataset: its notebook and its pictures."
     return notebook_path(pair, model_id).rsplit("/", 1)[0]
 
+@patch
 def picture_url(self:Results, pair:str, model_id:str, name:str, # one of PICTURES
                )->str|None: # its address, None when the run left no such picture
     "Where one picture of a model's run can be fetched."
     path = f"{run_folder(pair, model_id)}/{name}"
     return notebook_url(self.source, path, raw=True) if path in self.pictures else None
 
+@patch
 def pictures_of(self:Results, pair:str, model_id:str)->list: # [(caption, address)], the device's first
     "The pictures a model's run on a pair left beside its notebook, the device's captioned with what drew it (`neuron`, `cpu (aot_eager)`)."
     device = rows_from(self.df.iloc[self.by_pair[pair]]) if pair in self.by_pair else "device"
@@ -376,7 +375,6 @@ def pictures_of(self:Results, pair:str, model_id:str)->list: # [(caption, addres
 def closeness_of(notes)->str:
     "The closeness figure in a text-to-image run's notes (`PSNR 45.7 dB with fp32 ...`); empty when there is none."
     return m[0] if (m := CLOSENESS.search(text_of(notes))) else ""
-Results.picture_url, Results.pictures_of = picture_url, pictures_of
 
 # %% ../nbs/21_app.ipynb #d2c660c6
 TITLE = "torch-neuronx model support"
@@ -414,6 +412,7 @@ DIFF_NAMES = {"model_id": "model", "change": "change", "result_a": "result befor
               "error_signature_a": "failure cause before", "error_signature_b": "failure cause after",
               "cpu_eager_a": "CPU eagerly before", "cpu_eager_b": "CPU eagerly after"}
 
+@patch
 def diff_of(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
     "publish's `diff` of two pairs' tables, as text for the page, its columns named for people."
     for p in (pair_a, pair_b):
@@ -421,19 +420,20 @@ def diff_of(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.Da
     table = lambda p: self.df.iloc[self.by_pair[p]][COLUMNS]
     return diff(table(pair_a), table(pair_b), device_only).astype(object).fillna("").astype(str).rename(columns=DIFF_NAMES)
 
+@patch
 def pair_diff(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
     "The diff between two pairs, computed once per pair of pairs (and view)."
     key = pair_a, pair_b, bool(device_only)
     if key not in self._diffs: self._diffs[key] = self.diff_of(*key)
     return self._diffs[key]
-Results.diff_of = diff_of
-Results.pair_diff = pair_diff
 
 # %% ../nbs/21_app.ipynb #fc503357
+@patch
 def across_libraries(self:Results, pair_a:str, pair_b:str)->bool:
     "Whether two pairs of the dataset are of different libraries: their diff would compare libraries, not compilers."
     return pair_a in self.library_of and pair_b in self.library_of and self.library_of[pair_a] != self.library_of[pair_b]
 
+@patch
 def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str:
     "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, two libraries, or no change."
     across = self.across_libraries(pair_a, pair_b)
@@ -441,20 +441,22 @@ def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str
                   libraries=[self.library_of.get(p) for p in (pair_a, pair_b)],
                   changed=pair_a != pair_b and not across and len(self.pair_diff(pair_a, pair_b, device_only)) > 0)
 
+@patch
 def regressions(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->tuple: # (table, sentence)
     "What the Regressions tab shows for two pairs: no table for pairs of two libraries."
     table = pd.DataFrame(columns=list(DIFF_NAMES.values())) if self.across_libraries(pair_a, pair_b) else self.pair_diff(pair_a, pair_b, device_only)
     return table, self.diff_note(pair_a, pair_b, device_only)
 
+@patch
 def diff_start(self:Results)->tuple: # (From, To)
     "The pairs the Regressions tab opens on: the newest two of one library (the newest pair's, else the next one tested that has two), else the newest pair twice."
     for lib in dict.fromkeys(self.library_of[p] for p in reversed(self.pairs)):
         of = [p for p in self.pairs if self.library_of[p] == lib]
         if len(of) > 1: return of[-2], of[-1]
     return self.newest, self.newest
-Results.across_libraries, Results.diff_note, Results.regressions, Results.diff_start = across_libraries, diff_note, regressions, diff_start
 
 # %% ../nbs/21_app.ipynb #d2a16ff5
+@patch
 def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each model's newest row
                    device_only:bool=False, # leave out the failures the CPU has too (publish.device_side)
                    shown:int=5, # model ids listed per cause
@@ -471,9 +473,9 @@ def failure_causes(self:Results, pair:str=LATEST, # a pair, or LATEST: each mode
         out.append((str(len(ms)), s, ", ".join(sorted({r for _, r in hits})),
                     ", ".join(ms[:shown]) + (f", … ({len(ms) - shown} more)" if len(ms) > shown else "")))
     return pd.DataFrame(out, columns=["models", "error signature", "results", "models hit"])
-Results.failure_causes = failure_causes
 
 # %% ../nbs/21_app.ipynb #a10c0002
+@patch
 def cache_by_pair(self:Results)->pd.DataFrame: # one row per pair, newest first
     "Graphs compiled and held by the compile cache, and the hit rate, for each pair."
     d = self.df[self.df.graphs_cached.notna()]
@@ -481,12 +483,12 @@ def cache_by_pair(self:Results)->pd.DataFrame: # one row per pair, newest first
     t = t.reindex(self.pairs[::-1]).fillna(0).astype(int)
     rate = [f"{c / g:.0%}" if g else "-" for g, c in zip(t.graphs, t.cached)]
     return t.assign(**{"hit rate": rate}).reset_index().rename(columns={"runs": "runs that can tell"}).astype(str)
-Results.cache_by_pair = cache_by_pair
 
 # %% ../nbs/21_app.ipynb #eb9ca725
 COLOURS = {"PASS": "#16a34a", "FAIL(load)": "#7f1d1d", "FAIL(gen)": "#dc2626", "FAIL(forward)": "#f97316",
            "FAIL(output)": "#facc15", "FAIL(other)": "#a855f7", "EXCLUDED": "#9ca3af"}
 
+@patch
 def results_by_pair(self:Results, last:int=30)->Figure:
     "Stacked bars: each pair's count of models by result (the `last` newest pairs)."
     counts = self.df.groupby(["pair", "result"]).size().unstack(fill_value=0).reindex(index=self.pairs[-last:], columns=list(RESULTS), fill_value=0)
@@ -500,6 +502,7 @@ def results_by_pair(self:Results, last:int=30)->Figure:
     fig.legend(loc="outside right upper", fontsize=8)
     return fig
 
+@patch
 def passing_resources(self:Results)->Figure:
     "The newest pair's passing models: how many per NeuronCore count, and their peak memory against capacity."
     d = self.df.iloc[self.by_pair[self.newest]]
@@ -518,11 +521,11 @@ def passing_resources(self:Results)->Figure:
     for t in fig.texts: t.set_parse_math(False)
     return fig
 
+@patch
 def charts(self:Results)->tuple:
     "Both charts, drawn on the first call and kept."
     if not hasattr(self, "_charts"): self._charts = (self.results_by_pair(), self.passing_resources())
     return self._charts
-Results.results_by_pair, Results.passing_resources, Results.charts = results_by_pair, passing_resources, charts
 
 # %% ../nbs/21_app.ipynb #aced1326
 def model_link(model_id:str, pair:str|None=None)->str:
@@ -532,6 +535,7 @@ def model_link(model_id:str, pair:str|None=None)->str:
 # %% ../nbs/21_app.ipynb #8b94a61d
 def choices(values)->list: return [ALL, *values]
 
+@patch
 def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filtered
                   task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
     "What the first view shows, library by library (selected, run alone), and how many models it leaves out, with the address of every model's latest run."
@@ -542,6 +546,7 @@ def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filter
                 left_out=len(set(self.col["model_id"][every]) - set(self.col["model_id"][rows])),
                 every="/?" + urlencode(dict(view="Downloads", task=task, runner=runner, result=result, pair=pair, q=q, library=library)))
 
+@patch
 def section_of(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
     "The values of `models_section.html` for one view, filtered: the count, the count by result, what the first view shows, the table and each model's address."
     rows = self.view_rows(view, task, runner, result, pair, q, library)
@@ -551,18 +556,18 @@ def section_of(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, re
                 about=self.overview_note(rows, task, runner, result, pair, q, library) if view == OVERVIEW else None,
                 table=t, links=[model_link(m) for m in t.model])
 
+@patch
 def models_section(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The count and the table of one view, filtered: what the page shows and what `/models` answers."
     return render("models_section.html", **self.section_of(view, task, runner, result, pair, q, library))
 
+@patch
 def models_page(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The first page: the views, filters and search, and the table."
     section = self.section_of(view, task, runner, result, pair, q, library)  # first: a bad filter is a UsageError, not a page
     return render("models.html", **section, view=view, task=task, runner=runner, result=result, pair=pair, q=q, library=library,
                   views=VIEWS, libraries=choices(self.libraries), tasks=choices(self.tasks), runners=choices(self.runners), results=choices(RESULTS),
                   pairs=[LATEST, *reversed(self.pairs)], devices=self.devices)
-
-Results.overview_note, Results.section_of, Results.models_section, Results.models_page = overview_note, section_of, models_section, models_page
 
 # %% ../nbs/21_app.ipynb #236da93e
 def script_header(run_py:str)->str:
@@ -574,6 +579,7 @@ def script_header(run_py:str)->str:
     return "\n".join(head)
 
 # %% ../nbs/21_app.ipynb #2899357c
+@patch
 def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status, html)
     "A model's page, and 404 when the dataset does not hold it (or not on that pair)."
     row = self.model_row(model_id, pair or None)
@@ -587,7 +593,6 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
                        details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
                        run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
-Results.model_page = model_page
 
 # %% ../nbs/21_app.ipynb #609cfc9c
 NOTEBOOK_TAGS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "br", "hr", "thead", "tbody", "th"]   # besides nbconvert's
@@ -614,12 +619,14 @@ def notebook_html(text:str)->Markup|None: # the cells as HTML, safe to put in a 
     return Markup(notebook_exporter().from_notebook_node(nb)[0])
 
 # %% ../nbs/21_app.ipynb #6fd84c0d
+@patch
 def run_file(self:Results, path:str)->Path|None:
     "A file under the local dataset's `runs/` folder, or None (a Hub dataset, a path that leaves `runs/`, no such file)."
     if hub_repo(self.source) is not None: return None
     f = (Path(self.source) / path).resolve()
     return f if f.is_relative_to((Path(self.source) / "runs").resolve()) and f.is_file() else None
 
+@patch
 def notebook_page(self:Results, path:str)->tuple: # (status, html)
     "An executed notebook of the dataset as a page, and 404 when there is no such notebook; without nbconvert, a page that says so."
     f = self.run_file(path) if path.endswith(".ipynb") else None
@@ -627,13 +634,14 @@ def notebook_page(self:Results, path:str)->tuple: # (status, html)
     except ImportError as e: body, missing = None, e.name   # nbconvert or nbformat: the file is there, its page cannot be drawn
     return (404 if body is None and not missing else 200), render("notebook.html", path=path, body=body, missing=missing,
                                                                   raw=notebook_url(self.source, path, raw=True), devices=self.devices)
-Results.run_file, Results.notebook_page = run_file, notebook_page
 
 # %% ../nbs/21_app.ipynb #a7c1d014
+@patch
 def pictures_start(self:Results)->str:
     "The pair the Pictures tab opens on: the newest whose runs left pictures, else the newest."
     return next((p for p in reversed(self.pairs) if any(f.startswith(f"runs/{p}/") for f in self.pictures)), self.newest)
 
+@patch
 def picture_grid(self:Results, pair:str)->str: # the Pictures tab's HTML
     "Each model's device picture on a pair, captioned with its id and result, each opening its page."
     if pair not in self.by_pair: raise UsageError(f"pair {pair!r} is not in the dataset")
@@ -641,7 +649,6 @@ def picture_grid(self:Results, pair:str)->str: # the Pictures tab's HTML
     cards = [dict(model_id=m, result=r, link=model_link(m, pair), picture=url)
              for m, r in zip(self.col["model_id"][ix], self.col["result"][ix]) if (url := self.picture_url(pair, m, DEVICE_PICTURE))]
     return render("pictures_grid.html", pair=pair, library=self.library_of[pair], models=len(ix), cards=cards)
-Results.pictures_start, Results.picture_grid = pictures_start, picture_grid
 
 # %% ../nbs/21_app.ipynb #4d848903
 def quiet_gradio():
@@ -653,6 +660,7 @@ def quiet_gradio():
 
 TABS = ("diff", "failures", "charts", "pictures")
 
+@patch
 def compiler_view(self:Results)->"gr.Blocks":
     "The Gradio page of regressions, failure causes, charts and a text-to-image pair's pictures."
     gr = quiet_gradio()
@@ -689,7 +697,6 @@ def compiler_view(self:Results)->"gr.Blocks":
             return gr.Tabs(selected=tab) if tab in TABS else gr.skip(), *(self.charts() if tab == "charts" else (gr.skip(), gr.skip()))
         app.load(opened, None, [tabs, chart_results, chart_resources], **quiet)
     return app
-Results.compiler_view = compiler_view
 
 # %% ../nbs/21_app.ipynb #8fa5709c
 class GradioAssets:
@@ -725,6 +732,7 @@ class GradioAssets:
         await send({"type": "http.response.body", "body": body})
 
 # %% ../nbs/21_app.ipynb #10988edf
+@patch
 def web_app(self:Results)->"fastapi.FastAPI":
     "The lookup pages and the compiler team's view, on one ASGI app."
     from fastapi import FastAPI
@@ -764,7 +772,6 @@ def web_app(self:Results)->"fastapi.FastAPI":
     gr = quiet_gradio()
     return gr.mount_gradio_app(app, self.compiler_view(), "/compiler", footer_links=[], run_history=False, ssr_mode=False,
                                mcp_server=False, app_kwargs={"middleware": [Middleware(GradioAssets)]})
-Results.web_app = web_app
 
 # %% ../nbs/21_app.ipynb #be74ce6d
 def wants_popularity(data:str, popularity:bool|None=None)->bool:

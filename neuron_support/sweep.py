@@ -9,12 +9,12 @@ __all__ = ['DECISIONS', 'VISIBLE', 'SLOT_RESOURCE', 'SWEEP_RAY', 'NEFF_BUCKET', 
            'check_template', 'child_command', 'failure_row', 'excluded_row', 'RunSetting', 'run_grace', 'execute_run',
            'core_range', 'run_env', 'CoreMap', 'ray_request', 'host_slots', 'start_ray', 'core_maps', 'one_ray',
            'sweep_ray', 'run_on_host', 'hub_cache', 'Prefetch', 'cache_folder', 'cache_source', 'is_bucket',
-           'sync_folders', 'sync_cache', 'duration', 'run_estimate', 'Progress', 'renderable', 'say', 'close', 'flight',
-           'result', 'summary', 'ends_whole', 'sweep_lock', 'select_items', 'collect', 'sweep', 'warm_cache',
-           'run_task', 'bring_back', 'sweep_environment', 'packing_order', 'next_runnable', 'run_all', 'environment',
-           'demo_catalog', 'sweep_demo']
+           'sync_folders', 'sync_cache', 'duration', 'run_estimate', 'Progress', 'summary', 'ends_whole', 'sweep_lock',
+           'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back', 'sweep_environment',
+           'packing_order', 'next_runnable', 'run_all', 'environment', 'demo_catalog', 'sweep_demo']
 
 # %% ../nbs/20_sweep.ipynb #7cccca0d
+from fastcore.basics import patch
 import contextlib, contextvars, inspect, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from collections import Counter
 from dataclasses import dataclass, asdict, field, fields, replace
@@ -491,6 +491,7 @@ class Progress:
 # %% ../nbs/20_sweep.ipynb #3eac1bc5
 RESULT_STYLES = {"PASS": "green", "EXCLUDED": "dim"} # a FAIL is red
 
+@patch
 def renderable(self:Progress):
     "The live display: a bar of the runs done with the counts by result and the ETA, then a table of the runs in flight."
     from rich.console import Group
@@ -505,8 +506,8 @@ def renderable(self:Progress):
     runs = Table("in flight", "cores", "elapsed", box=None, padding=(0, 2), header_style="dim")
     for row in self.in_flight(): runs.add_row(*row)
     return Group(head, runs)
-Progress.renderable = renderable
 
+@patch
 def say(self:Progress, line:str|None=None):
     "Show the state: a log line above the live display and the display redrawn, or, off a terminal, one log line."
     if not self.live:
@@ -519,13 +520,13 @@ def say(self:Progress, line:str|None=None):
         self.display.start()
     if line: self.display.console.print(line, markup=False, highlight=False)  # events stay above the display, as a log
     self.display.update(self.renderable(), refresh=True)
-Progress.say = say
 
+@patch
 def close(self:Progress):
     "Leave the live display as it last was."
     if self.display is not None: self.display.stop(); self.display = None
-Progress.close = close
 
+@patch
 def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that hold cores now
     "Update the runs in flight from the core maps."
     for m in set(self.flying) - set(holding): self.flying.pop(m)
@@ -533,8 +534,8 @@ def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that ho
         if m not in self.flying:
             self.flying[m] = (core_range(cores), self.clock())
             self.say(f"start {m} on cores {core_range(cores)}")
-Progress.flight = flight
 
+@patch
 def result(self:Progress, row:dict, here:bool=True): # here: the run ended in this process, not before a restart
     "Count a row."
     m = row["model_id"]
@@ -546,7 +547,6 @@ def result(self:Progress, row:dict, here:bool=True): # here: the run ended in th
     if row["result"] != "EXCLUDED" or not self.live:
         wall = f" in {duration(row['wall_s'])}" if row.get("wall_s") is not None else ""
         self.say(f"{row['result']:<13} {m}{wall}  [{self.runs_done}/{self.total}, ETA {self.eta()}]")
-Progress.result = result
 
 # %% ../nbs/20_sweep.ipynb #e0ded8c2
 def summary(table, # the pair's table (a DataFrame)
