@@ -1,6 +1,6 @@
 """Harness overhead: one model's run, layer by layer, each layer's wall time against the one below it, in one benchmark run.
 
-    python benchmarks/harness_overhead.py [--models ID ...] [--repeat N] [--out FILE]
+    python benchmarks/harness_overhead.py [--models ID ...] [--repeat N] [--threads N] [--out FILE]
 
 The layers, each timed from outside as a whole process (a sweep: the sweep's own view of it):
 
@@ -17,11 +17,20 @@ The layers, each timed from outside as a whole process (a sweep: the sweep's own
 Ratios: b/a, c/b and d/b (both of d's figures). Each figure is the median of --repeat rounds (default 2), after one
 warm-up round of all four layers that is not counted: it fills the Hugging Face cache (HF_HOME under the benchmark's
 scratch folder, shared by every layer) and the page cache with the packages' files. The layers of a round run one after
-the other, their order rotated from round to round.
+the other, their order rotated from round to round. Beside the wall times, the JSON keeps each process layer's CPU
+seconds (a, b, c: its own and its descendants', by wait4), the machine's load as each layer started, the floor's stages,
+and per round the checks: every layer PASSes, none read a cached reference, the floor's tokens are run.py's.
 
 The CPU reference is never shared: every measurement of every layer gets a fresh, empty NEURON_SUPPORT_CACHE (and
 TORCHINDUCTOR_CACHE_DIR), and no layer is given --reference-cache, so each computes its fp32 reference itself
 (the script checks that each row says `reference_cached` false). The floor has no cache at all.
+
+Threads: every layer runs with OMP_NUM_THREADS=1 (--threads), torch's one intra-op thread, because a sweep's runs on the
+CPU have it anyway: Ray sets OMP_NUM_THREADS=1 in its workers (a run asks for no Ray CPU), and the papermill child,
+run.py and its rank inherit it, while `python3 run.py` and the CLI by hand take every core. Left to each layer
+(--threads 0), the sweep's figure is another workload's, not the harness's overhead: on this shared 2-core machine,
+the test suite running beside it, SmolLM2's run through the sweep (one thread) took 88 s, `python3 run.py` (two) 239 s
+(2026-12-02).
 
 Models: the demo catalog's (a local Hub), by default `neuron-support-demo/tiny-llama` and the real
 SmolLM2-135M-Instruct (`neuron_support.demo.SMOLLM2_ID`), each on one core of the CPU stack (`aot_eager`). The plan the
@@ -84,15 +93,18 @@ print(json.dumps({"import_s": t_import - t0, "load_s": t_load - t_import, "first
 '''
 
 
-def timed_process(cmd, cwd, env, log):
-    "Run a command to its end, its output into `log`; (seconds, its stdout's last line)."
+def timed_process(cmd, cwd, env, log, cpu:dict):
+    "Run a command to its end, its output into `log`; (seconds, its stdout's last line); its CPU seconds (and its waited-for descendants') into cpu['s']."
     t = time.time()
-    with open(log, "w") as f:
-        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=f, stdin=subprocess.DEVNULL, text=True)
-        f.write(p.stdout)
-    s = time.time() - t
+    with open(log, "w") as f, tempfile.TemporaryFile("w+") as out:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=f, stdin=subprocess.DEVNULL, text=True)
+        _, status, ru = os.wait4(p.pid, 0)   # its own rusage, not that of other children of this process (Ray's)
+        s = time.time() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0); stdout = out.read(); f.write(stdout)
+    cpu["s"] = ru.ru_utime + ru.ru_stime
     if p.returncode: raise SystemExit(f"{' '.join(map(str, cmd[:3]))}... exited {p.returncode}: see {log}")
-    return s, (p.stdout.strip().splitlines() or [""])[-1]
+    return s, (stdout.strip().splitlines() or [""])[-1]
 
 
 def main():
@@ -101,6 +113,7 @@ def main():
     ap.add_argument("--models", nargs="+", default=["neuron-support-demo/tiny-llama", SMOLLM2_ID])
     ap.add_argument("--repeat", type=int, default=2, help="rounds counted, after the warm-up round (default 2)")
     ap.add_argument("--notebook", default=None, help="the run notebook template (default: nbs/run.ipynb)")
+    ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every layer (default 1, as Ray gives a sweep's runs); 0: each layer's own")
     ap.add_argument("--out", default=str(HERE / "results" / "harness_overhead.json"))
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, run folders)")
     a = ap.parse_args()
@@ -115,7 +128,7 @@ def main():
     stack = detect_stack("cpu"); pair = pair_key(stack)
     cli = Path(sys.executable).with_name("neuron-support")
     started = time.time()
-    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()}-core CPU", "stack": pair, "repeat": a.repeat,
+    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()}-core CPU", "stack": pair, "repeat": a.repeat, "threads": a.threads or "each layer's own",
                "reference": "not shared: a fresh NEURON_SUPPORT_CACHE per measurement, no --reference-cache", "models": {}}
     with open(scratch / "hub.log", "w") as hub_log, hub_server(catalog, stderr=hub_log) as endpoint, \
          environment(**hub_env(endpoint, scratch / "hf-home")):
@@ -127,7 +140,7 @@ def main():
             item, plan = sweep_item(c), c.plan
             spec = json.dumps({"model_id": model, "revision": c.revision, "inputs": plan.inputs, "backend": stack.backend})
             fig = {k: [] for k in ("floor_s", "run_py_s", "cli_s", "sweep_child_s", "sweep_s")}
-            extra = {k: [] for k in ("floor_stages", "run_py_wall_s", "cli_notebook_wall_s", "sweep_notebook_wall_s")}
+            extra = {k: [] for k in ("floor_stages", "run_py_wall_s", "cli_notebook_wall_s", "sweep_notebook_wall_s", "cpu_s", "load")}
             checks = []
             run_py = None
             for i in range(a.repeat + 1):   # round 0 warms up and is not counted
@@ -135,25 +148,26 @@ def main():
                 def env_for(layer):   # a fresh reference cache (and inductor cache) for each measurement
                     cache = rd / f"cache-{layer}"
                     e = {"NEURON_SUPPORT_CACHE": str(cache), "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")}
-                    return e
-                got = {}
+                    return e | ({"OMP_NUM_THREADS": str(a.threads)} if a.threads else {})
+                got, cpu, load = {}, {}, {}
                 order = list(LAYERS[i % 4:] + LAYERS[:i % 4]) if i else ["cli", "run_py", "floor", "sweep"]   # warm-up: the CLI renders run.py
                 for layer in order:
-                    e = env_for(layer)
+                    e, c = env_for(layer), {}
+                    load[layer] = os.getloadavg()[0]   # the machine's 1-minute load as the layer starts: it is shared
                     print(f"[{time.time() - started:6.0f} s] {model} round {i}: {layer}", file=sys.stderr, flush=True)
                     if layer == "floor":
-                        s, last = timed_process([sys.executable, "-c", FLOOR, spec], rd, {**os.environ, **e}, rd / "floor.log")
+                        s, last = timed_process([sys.executable, "-c", FLOOR, spec], rd, {**os.environ, **e}, rd / "floor.log", c)
                         o = json.loads(last)
                         got["floor"] = (s, o)
                     elif layer == "run_py":
                         d = rd / "run-py"; d.mkdir()
                         shutil.copy(run_py, d / "run.py")
-                        s, last = timed_process([sys.executable, "run.py"], d, {**os.environ, **e}, rd / "run_py.log")
+                        s, last = timed_process([sys.executable, "run.py"], d, {**os.environ, **e}, rd / "run_py.log", c)
                         got["run_py"] = (s, json.loads(last))
                     elif layer == "cli":
                         out = rd / "cli"
                         s, _ = timed_process([str(cli), "run", model, "--out", str(out), "--device", "cpu"], rd,
-                                             {**os.environ, **e}, rd / "cli.log")
+                                             {**os.environ, **e}, rd / "cli.log", c)
                         d = run_folder(out, pair, model)
                         got["cli"] = (s, json.loads((d / "result.json").read_text()))
                         run_py = run_py or d / "run.py"
@@ -166,6 +180,7 @@ def main():
                         d = run_folder(out, pair, model)
                         child = float(re.findall(r"ended after ([\d.]+) s", (d / "sweep.log").read_text())[-1])
                         got["sweep"] = ((s, child), json.loads((d / "result.json").read_text()))
+                    if "s" in c: cpu[layer] = round(c["s"], 1)   # the sweep's run is Ray's worker's child: not counted here
                 rows = {"run_py": got["run_py"][1], "cli": got["cli"][1], "sweep": got["sweep"][1]}
                 check = {"round": i, "floor_cpu_equal": got["floor"][1]["cpu_equal"],
                          **{f"{k}_result": r.get("result") for k, r in rows.items()},
@@ -182,16 +197,21 @@ def main():
                 extra["run_py_wall_s"].append(got["run_py"][1].get("wall_s"))
                 extra["cli_notebook_wall_s"].append(rows["cli"].get("wall_s"))
                 extra["sweep_notebook_wall_s"].append(rows["sweep"].get("wall_s"))
+                extra["cpu_s"].append(cpu); extra["load"].append({k: round(v, 2) for k, v in load.items()})
             med = {k: round(statistics.median(v), 1) for k, v in fig.items()}
             ratios = {"run_py/floor": med["run_py_s"] / med["floor_s"], "cli/run_py": med["cli_s"] / med["run_py_s"],
                       "sweep_child/run_py": med["sweep_child_s"] / med["run_py_s"], "sweep/run_py": med["sweep_s"] / med["run_py_s"]}
+            cpu_med = {k: round(statistics.median(r[k] for r in extra["cpu_s"]), 1) for k in ("floor", "run_py", "cli")}
+            cpu_ratios = {"run_py/floor": round(cpu_med["run_py"] / cpu_med["floor"], 3), "cli/run_py": round(cpu_med["cli"] / cpu_med["run_py"], 3)}
             results["models"][model] = {"median_s": med, "ratios": {k: round(v, 3) for k, v in ratios.items()},
+                                        "median_cpu_s": cpu_med, "cpu_ratios": cpu_ratios,
                                         "samples_s": {k: [round(x, 1) for x in v] for k, v in fig.items()}, **extra, "checks": checks}
             print(json.dumps({model: results["models"][model]["median_s"] | results["models"][model]["ratios"]}), file=sys.stderr, flush=True)
     results["benchmark_s"] = round(time.time() - started, 1)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(results, indent=1) + "\n")
-    print(f"\nharness overhead, {results['machine']}, {pair}, median of {a.repeat} after a warm-up round; reference not shared\n")
+    print(f"\nharness overhead, {results['machine']}, {pair}, OMP_NUM_THREADS {a.threads or 'as each layer has it'}, "
+          f"median of {a.repeat} after a warm-up round; reference not shared\n")
     head = ["model", "(a) floor", "(b) run.py", "(c) CLI", "(d) sweep child", "(d) sweep()", "b/a", "c/b", "d child/b", "d sweep()/b"]
     lines = [head]
     for model, r in results["models"].items():

@@ -48,8 +48,8 @@ def choose_runner(config:dict, # the parsed config.json
     if mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and "vision_config" in config:
         return "run_multimodal", "AutoModelForImageTextToText"
     if is_causal(arch, mt):
-        tp, ep = parallel_plans(mt)
-        return ("run_dense_ep" if is_moe(config) and ep and not tp else "run_dense"), "AutoModelForCausalLM"
+        moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
+        return ("run_dense_ep" if moe_ep_only else "run_dense"), "AutoModelForCausalLM"
     return "run_encoder", (arch if arch.endswith(tuple(ENCODER_HEADS)) and arch in dir(transformers) else "AutoModel")
 
 # %% ../nbs/10_transformers.ipynb #d8f75e47

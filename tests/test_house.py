@@ -116,3 +116,14 @@ def test_the_run_notebook_imports_what_the_test_imports():
     first = next("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and "from neuron_support" in "".join(c["source"]))
     for line in first.splitlines():
         if line.startswith("from neuron_support"): assert line in KERNEL_IMPORTS, line
+
+
+def test_planning_a_model_never_starts_the_stack(demo_catalog):
+    "`make_plan` of a checkpoint that fits one core (what the CLI and the kernel each do first) reads configs and headers only."
+    folder = demo_catalog / "models" / "neuron-support-demo" / "tiny-llama"
+    code = ("import json, sys\nfrom neuron_support.stack import detect_stack\nfrom neuron_support.libraries import make_plan\n"
+            f"plan = make_plan({str(folder)!r}, stack=detect_stack('cpu', found={{}}))\n"
+            "print(json.dumps([plan.runner, plan.cores, 'torch' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["run_dense", 1, False]
