@@ -23,11 +23,13 @@ def add_stack_options(p:argparse.ArgumentParser, several_libraries:bool=False):
     p.add_argument("--backend", help="torch.compile backend (default: neuron, inductor on cuda, aot_eager on cpu)")
     p.add_argument("--core-gb", type=float, help="memory of one core in GiB (default: the device's; on the CPU $NEURON_SUPPORT_CORE_GB or 8)")
 
+# %% ../nbs/22_cli.ipynb #d705fca5
 def positive(value:float|None, flag:str)->float|None:
     "A flag's value that must be positive when given, else a UsageError that names the flag."
     if value is not None and value <= 0: raise UsageError(f"{flag} must be positive, not {value:g}")
     return value
 
+# %% ../nbs/22_cli.ipynb #eeb5eded
 def out_folder(path:str, flag:str="--out")->Path:
     "An output folder we can write: one that exists, or none yet under a folder we can write; else a UsageError."
     if Path(path).exists() and not Path(path).is_dir(): raise UsageError(f"{flag} {path} is a file: give a folder")
@@ -36,11 +38,13 @@ def out_folder(path:str, flag:str="--out")->Path:
     except OSError as e: raise UsageError(f"{flag} {path}: cannot write in {where} ({e.strerror or e})") from None
     return Path(path)
 
+# %% ../nbs/22_cli.ipynb #26122d5f
 def stack_from(args)->"Stack":
     "The stack the arguments ask for (a sweep's libraries are its own: the stack gets the first)."
     library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or "transformers"
     return library_stack(library, args.device, args.backend, positive(args.core_gb, "--core-gb"))
 
+# %% ../nbs/22_cli.ipynb #452713af
 def known_libraries()->list:
     "The registered libraries' names."
     return list(libraries())
@@ -103,6 +107,7 @@ def cmd_publish(args):
     from neuron_support.publish import publish, format_changes
     print(format_changes(publish(args.data, args.repo, dry_run=args.dry_run), args.repo, args.dry_run))
 
+# %% ../nbs/22_cli.ipynb #e50ead03
 def cmd_diff(args):
     "Print the regressions, fixes and changed failures between two pairs."
     from neuron_support.publish import diff_pairs, diff_json, format_diff
@@ -201,6 +206,7 @@ def user_error(e:Exception)->str|None:
         return f"cannot write {e.filename or 'a file'}: {e.strerror or e}"
     return None
 
+# %% ../nbs/22_cli.ipynb #0a64894e
 def main(argv:list|None=None)->int:
     "Run the `neuron-support` command; return its exit status."
     args = build_parser().parse_args(argv)

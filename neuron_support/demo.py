@@ -118,15 +118,18 @@ def gguf_llama_config(fields:dict, tensors:list)->transformers.LlamaConfig:
         rope_parameters={"rope_type": "default", "rope_theta": f("rope.freq_base")},
         tie_word_embeddings=all(t[0] != "output.weight" for t in tensors), dtype=torch.bfloat16, **ids)
 
+# %% ../nbs/02_demo.ipynb #6cad4661
 def gguf_hf_name(name:str)->str:
     "The transformers name of a llama GGUF tensor: `blk.3.attn_q.weight` is `model.layers.3.self_attn.q_proj.weight`."
     p = name.split(".")
     return f"model.layers.{p[1]}.{GGUF_LLAMA_NAMES[p[2]]}.{p[3]}" if p[0] == "blk" else f"{GGUF_LLAMA_NAMES[p[0]]}.{p[1]}"
 
+# %% ../nbs/02_demo.ipynb #35fd5f10
 def unpermute_rope(w:torch.Tensor, heads:int)->torch.Tensor:
     "Undo llama.cpp's permutation of query or key rows."
     return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
+# %% ../nbs/02_demo.ipynb #02b230b3
 def gguf_llama_weights(fields:dict, tensors:list, buf, start:int, # what `read_gguf` returned
                       )->dict: # {transformers name: bf16 tensor}
     "Dequantize every tensor of a llama GGUF file into a transformers state dict."
@@ -171,6 +174,7 @@ def bpe_tokenizer(catalog:Path, # the catalog being built (SmolLM2 is already in
     "A fresh copy of SmolLM2's BPE tokenizer, with its chat template."
     return transformers.AutoTokenizer.from_pretrained(catalog/"models"/SMOLLM2_ID, **kwargs)
 
+# %% ../nbs/02_demo.ipynb #07449aac
 def wordpiece_tokenizer(catalog:Path=None, # unused: the same signature as `bpe_tokenizer`
                         **kwargs):
     "A fresh copy of MiniLM's WordPiece tokenizer (`[CLS]`, `[SEP]`, `[MASK]`)."
@@ -185,6 +189,7 @@ def seed_of(name:str, # the repo's name
     "A stable seed per repo (crc32 of its name), so no two tiny models share weights."
     return zlib.crc32(name.encode())
 
+# %% ../nbs/02_demo.ipynb #1f8d3373
 def save_tiny(dest:Path, # the repo folder to write
               model_class, # the transformers class the checkpoint declares
               config, # its config
@@ -205,6 +210,7 @@ def bert_config(tok, # the tokenizer whose vocabulary the model covers
     return transformers.BertConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                    num_attention_heads=4, max_position_embeddings=512, pad_token_id=tok.pad_token_id, **kwargs)
 
+# %% ../nbs/02_demo.ipynb #e6a3bb80
 def save_bert(dest:Path, catalog:Path, # the repo folder, and the catalog being built
               head:str="BertModel", # the class the checkpoint declares
               **kwargs, # head settings
@@ -225,6 +231,7 @@ def decoder_ids(tok)->dict:
     "The special token ids a decoder config takes from its tokenizer."
     return dict(vocab_size=len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
 
+# %% ../nbs/02_demo.ipynb #de84d765
 def save_causal(dest:Path, catalog:Path, # the repo folder, and the catalog being built
                 kind:str, # the model type's class prefix: Llama, Qwen3, Qwen3Moe, Mixtral, Zaya
                 chat:bool=True, # keep the chat template
@@ -236,6 +243,7 @@ def save_causal(dest:Path, catalog:Path, # the repo folder, and the catalog bein
     config = getattr(transformers, f"{kind}Config")(**{**TINY, **decoder_ids(tok), **kwargs})
     save_tiny(dest, getattr(transformers, f"{kind}ForCausalLM"), config, tok)
 
+# %% ../nbs/02_demo.ipynb #492c6d34
 def save_gpt2(dest:Path, catalog:Path):
     "A tiny GPT-2 with SmolLM2's tokenizer and no chat template: a base model, prompted with plain text."
     tok = bpe_tokenizer(catalog)
@@ -262,6 +270,7 @@ def save_t5(dest:Path, catalog:Path):
                                    decoder_start_token_id=tok.pad_token_id)
     save_tiny(dest, transformers.T5ForConditionalGeneration, config, tok)
 
+# %% ../nbs/02_demo.ipynb #f3030f41
 def save_bart(dest:Path, catalog:Path):
     "A tiny BART (summarization) with SmolLM2's tokenizer."
     tok = bpe_tokenizer(catalog)
@@ -279,10 +288,12 @@ def image_chat_template(image:str, # the text that stands for an image in the pr
             "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}" + image + "{% else %}{{ c['text'] }}"
             "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
+# %% ../nbs/02_demo.ipynb #c9d21e53
 def tiny_llama_text(tok)->transformers.LlamaConfig:
     "The text model of the tiny Llava."
     return transformers.LlamaConfig(**{**TINY, **decoder_ids(tok)})
 
+# %% ../nbs/02_demo.ipynb #c99453bd
 def save_llava(dest:Path, catalog:Path):
     "A tiny Llava with a CLIP vision tower and a processor whose `<image>` is a special token."
     tok = bpe_tokenizer(catalog, extra_special_tokens={"image_token": "<image>"})
@@ -294,6 +305,7 @@ def save_llava(dest:Path, catalog:Path):
                                             patch_size=8, vision_feature_select_strategy="default", num_additional_image_tokens=1)
     save_tiny(dest, transformers.LlavaForConditionalGeneration, config, processor)
 
+# %% ../nbs/02_demo.ipynb #c0cfdbd1
 def save_gemma3(dest:Path, catalog:Path):
     "A tiny Gemma3 with a SigLIP vision tower; its processor expands `<start_of_image>` into 4 image tokens."
     special = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
@@ -317,6 +329,7 @@ def labels(names:list)->dict:
     "`id2label` and `label2id` for a head over `names`."
     return dict(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
 
+# %% ../nbs/02_demo.ipynb #3e30852a
 def save_roberta(dest:Path, catalog:Path):
     "A tiny RoBERTa masked LM over SmolLM2's BPE, with `<mask>` as its mask token."
     tok = bpe_tokenizer(catalog, mask_token="<mask>")
@@ -325,6 +338,7 @@ def save_roberta(dest:Path, catalog:Path):
                                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     save_tiny(dest, transformers.RobertaForMaskedLM, config, tok)
 
+# %% ../nbs/02_demo.ipynb #33b600e9
 def save_distilbert(dest:Path, catalog:Path):
     "A tiny DistilBERT sentiment classifier with MiniLM's tokenizer."
     tok = wordpiece_tokenizer()
@@ -332,6 +346,7 @@ def save_distilbert(dest:Path, catalog:Path):
                                            pad_token_id=tok.pad_token_id, **labels(["NEGATIVE", "POSITIVE"]))
     save_tiny(dest, transformers.DistilBertForSequenceClassification, config, tok)
 
+# %% ../nbs/02_demo.ipynb #0f9d9494
 def save_deberta_nli(dest:Path, catalog:Path):
     "A tiny DeBERTa-v2 NLI model (entailment, neutral, contradiction) with MiniLM's tokenizer."
     tok = wordpiece_tokenizer()
@@ -356,6 +371,7 @@ def save_st(dest:Path, catalog:Path, # the repo folder, and the catalog being bu
         mods = [M.Transformer(str(bert)), M.Pooling(64, pooling)] + [M.Dense(64, 32)] * dense + [M.Normalize()] * normalize
         SentenceTransformer(modules=mods, device="cpu").save(str(dest))
 
+# %% ../nbs/02_demo.ipynb #d77ecfbd
 RERANKER_HEAD_SCALE = 200 # a random head scores every pair near 0.02; scaled, its scores are a few units, as a trained reranker's
 
 def save_cross_encoder(dest:Path, catalog:Path):
@@ -369,6 +385,7 @@ def save_cross_encoder(dest:Path, catalog:Path):
         model.save_pretrained(bert)
         CrossEncoder(str(bert), device="cpu").save(str(dest))
 
+# %% ../nbs/02_demo.ipynb #8da1de95
 CUSTOM_POOLING = ("import torch\n\nclass CustomPooling(torch.nn.Module):\n"
                   "    def forward(self, features):\n"
                   "        return {**features, 'sentence_embedding': features['token_embeddings'].amax(1)}\n")
@@ -395,6 +412,7 @@ def clip_tokenizer(dest:Path, # the tokenizer's folder
     tok.save_pretrained(dest)
     return tok
 
+# %% ../nbs/02_demo.ipynb #4677111c
 def tiny_clip(projection:bool=False, # CLIPTextModelWithProjection (SDXL, SD3) rather than CLIPTextModel (SD 1.x)
              ):
     "A tiny CLIP text encoder over `clip_tokenizer`'s 514 tokens, from the current seed."
@@ -402,6 +420,7 @@ def tiny_clip(projection:bool=False, # CLIPTextModelWithProjection (SDXL, SD3) r
                                       max_position_embeddings=77, projection_dim=32, bos_token_id=512, eos_token_id=513, pad_token_id=513)
     return (transformers.CLIPTextModelWithProjection if projection else transformers.CLIPTextModel)(cfg)
 
+# %% ../nbs/02_demo.ipynb #79bdc0bf
 def tiny_vae(attention:bool=False, # the attention block in the middle, as real SD VAEs have (see above)
              **kwargs): # AutoencoderKL settings beyond the tiny ones (SD3's shift and scaling)
     "A tiny AutoencoderKL: half the pixels a side, 4 latent channels, and by default no attention block in the middle."
@@ -410,6 +429,7 @@ def tiny_vae(attention:bool=False, # the attention block in the middle, as real 
                          up_block_types=("UpDecoderBlock2D",) * 2, latent_channels=4, norm_num_groups=8, sample_size=64,
                          mid_block_add_attention=attention, **kwargs)
 
+# %% ../nbs/02_demo.ipynb #72fd1c24
 def save_pipeline(dest:Path, pipe):
     "A pipeline's folders, in bf16."
     from diffusers.utils import logging
@@ -418,6 +438,7 @@ def save_pipeline(dest:Path, pipe):
     try: pipe.to(torch.bfloat16).save_pretrained(dest)
     finally: logging.set_verbosity(before)
 
+# %% ../nbs/02_demo.ipynb #fdf9f431
 def save_tiny_sd(dest:Path, catalog:Path,
                  vae_attention:bool=False): # the VAE's middle attention block, which the CPU's aot_eager cannot run compiled
     "A tiny Stable-Diffusion-style pipeline: CLIP text encoder, UNet with cross-attention, VAE, Euler scheduler; 64 by 64 pixels by default."
@@ -430,6 +451,7 @@ def save_tiny_sd(dest:Path, catalog:Path,
     save_pipeline(dest, StableDiffusionPipeline(unet=unet, vae=tiny_vae(vae_attention), text_encoder=tiny_clip(), tokenizer=clip_tokenizer(dest/"tokenizer"),
                                                 scheduler=sched, safety_checker=None, feature_extractor=None, requires_safety_checker=False))
 
+# %% ../nbs/02_demo.ipynb #9223f35c
 def save_tiny_sd3(dest:Path, catalog:Path):
     "A tiny Stable-Diffusion-3-style pipeline: two CLIP encoders with projections, a T5 encoder, an MMDiT transformer, VAE, flow matching."
     from diffusers import SD3Transformer2DModel, FlowMatchEulerDiscreteScheduler, StableDiffusion3Pipeline
@@ -445,6 +467,7 @@ def save_tiny_sd3(dest:Path, catalog:Path):
         text_encoder=tiny_clip(True), tokenizer=clip_tokenizer(dest/"tokenizer"), text_encoder_2=tiny_clip(True),
         tokenizer_2=clip_tokenizer(dest/"tokenizer_2"), text_encoder_3=t5, tokenizer_3=t5_tok))
 
+# %% ../nbs/02_demo.ipynb #4f459ba8
 CUSTOM_UNET = ("from diffusers import UNet2DConditionModel\n\n"
                "class MyUNet2DConditionModel(UNet2DConditionModel):\n"
                "    \"A UNet the repo brings: diffusers imports this file only with trust_remote_code=True.\"\n")
@@ -469,6 +492,7 @@ def edit_config(dest:Path, # a repo folder with a config.json
     change(cfg)
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
+# %% ../nbs/02_demo.ipynb #3803937c
 def save_changed(dest:Path, catalog:Path, # the repo folder, and the catalog being built
                  save:Callable, # how the model is written first
                  change:Callable, # what is then changed in its config
@@ -485,13 +509,17 @@ GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
 BNB_4BIT = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
 
 def quantize_top(cfg): cfg["quantization_config"] = GPTQ
+
+# %% ../nbs/02_demo.ipynb #d8f75ff2
 def quantize_text(cfg): cfg["text_config"]["quantization_config"] = BNB_4BIT
 
+# %% ../nbs/02_demo.ipynb #cb0ceb10
 def custom_code(cfg):
     cfg.update(model_type="neuron_support_custom", architectures=["CustomForCausalLM"],
                auto_map={"AutoConfig": "configuration_custom.CustomConfig",
                          "AutoModelForCausalLM": "modeling_custom.CustomForCausalLM"})
 
+# %% ../nbs/02_demo.ipynb #6ac43673
 CUSTOM_CODE = {"configuration_custom.py": ("from transformers import LlamaConfig\n\n"
                                            "class CustomConfig(LlamaConfig):\n    model_type = 'neuron_support_custom'\n"),
                "modeling_custom.py": ("from transformers import LlamaForCausalLM\nfrom .configuration_custom import CustomConfig\n\n"
@@ -511,11 +539,13 @@ def meta_parameters(layers:int)->int:
     with torch.device("meta"): model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**{**GIANT, "num_hidden_layers": layers}))
     return sum(p.numel() for p in model.parameters())
 
+# %% ../nbs/02_demo.ipynb #84d4c7ed
 def giant_parameters()->int:
     "The parameter count of a Llama with the `GIANT` config (about 405B): every layer has the same size."
     one, two = meta_parameters(1), meta_parameters(2)
     return one + (GIANT["num_hidden_layers"] - 1) * (two - one)
 
+# %% ../nbs/02_demo.ipynb #fafebc40
 def save_giant(dest:Path, catalog:Path):
     "The config of a 405B Llama, with SmolLM2's tokenizer and no weights."
     dest.mkdir(parents=True, exist_ok=True)
@@ -641,11 +671,13 @@ def content_version()->str:
     "What the stamp records: the builder's version and the transformers that wrote the files."
     return f"neuron-support-demo {DEMO_VERSION} transformers-{transformers.__version__}\n"
 
+# %% ../nbs/02_demo.ipynb #0d351422
 def is_built(dir:Path)->bool:
     "True when `dir` holds a complete catalog of the current content version."
     stamp = Path(dir)/STAMP
     return stamp.exists() and stamp.read_text() == content_version()
 
+# %% ../nbs/02_demo.ipynb #d81392a6
 def catalog_json(repos:list)->str:
     "The text of `catalog.json` for `repos`."
     gated = [r.id for r in repos if r.gated]

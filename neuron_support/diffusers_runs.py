@@ -24,15 +24,18 @@ IMAGE_SIZE = 256 # the largest side of a run's picture, in pixels
 STEPS = 2 # denoising steps a run takes
 SEED = 0 # the seed of the initial latents
 
+# %% ../nbs/15_diffusers_runs.ipynb #ae3e2dd2
 def denoiser(pipe):
     "The pipeline's denoiser: its UNet, or its transformer."
     return getattr(pipe, "unet", None) or pipe.transformer
 
+# %% ../nbs/15_diffusers_runs.ipynb #4034a520
 def picture_size(pipe)->int:
     "The side of the run's square picture: the pipeline's default, at most `IMAGE_SIZE`."
     latent = getattr(pipe, "default_sample_size", None) or denoiser(pipe).config.sample_size
     return min(int(latent) * pipe.vae_scale_factor, IMAGE_SIZE)
 
+# %% ../nbs/15_diffusers_runs.ipynb #64c8919f
 def initial_latents(pipe, size:int, dtype)->torch.Tensor|None: # None where the pipeline packs its latents itself
     "The starting noise: drawn on the CPU in fp32 from `SEED`, in the pipeline's 4-d latent shape, then cast to `dtype`."
     channels = denoiser(pipe).config.in_channels
@@ -40,12 +43,14 @@ def initial_latents(pipe, size:int, dtype)->torch.Tensor|None: # None where the 
     g = torch.Generator("cpu").manual_seed(SEED)
     return torch.randn((1, channels, size // pipe.vae_scale_factor, size // pipe.vae_scale_factor), generator=g).to(dtype)
 
+# %% ../nbs/15_diffusers_runs.ipynb #301615dc
 def df_load(path:str, device:str, dtype=torch.bfloat16):
     "The pipeline as its users load it, in `dtype`, on `device`, quiet."
     pipe = diffusers.DiffusionPipeline.from_pretrained(path, dtype=dtype, trust_remote_code=False).to(device)
     pipe.set_progress_bar_config(disable=True)
     return pipe
 
+# %% ../nbs/15_diffusers_runs.ipynb #9fbf55fb
 def df_compile(pipe, plan:dict, state:dict)->int|None: # the NEFF cache's entries before compiling (on Neuron), else None
     "Damage the denoiser's weights if the test hook asks, compile the denoiser and the VAE's decoder (unless the run is eager), and enter the generation phase."
     perturb_weights(denoiser(pipe), plan.get("perturb", ""))
@@ -56,6 +61,7 @@ def df_compile(pipe, plan:dict, state:dict)->int|None: # the NEFF cache's entrie
     state["phase"] = "gen"
     return before
 
+# %% ../nbs/15_diffusers_runs.ipynb #4b1ab8e3
 def df_call(pipe, plan:dict, size:int, dtype)->torch.Tensor: # [3, size, size] float32 in 0..1, on the CPU
     "What the users call: the pipeline on the prompt, `STEPS` steps, the square size, from the CPU's noise; the picture."
     i = plan["inputs"]
@@ -64,6 +70,7 @@ def df_call(pipe, plan:dict, size:int, dtype)->torch.Tensor: # [3, size, size] f
     out = pipe(i["prompt"], num_inference_steps=i["steps"], height=size, width=size, output_type="pt", **noise)
     return out.images[0].detach().float().cpu()
 
+# %% ../nbs/15_diffusers_runs.ipynb #961ee88e
 def run_text_to_image(plan:dict, path:str, device:str, state:dict)->dict:
     "A text-to-image pipeline: loaded, its denoiser and decoder compiled, called twice (compiling, then warm); the picture the check compares."
     pipe = df_load(path, device)
@@ -80,11 +87,13 @@ def run_text_to_image(plan:dict, path:str, device:str, state:dict)->dict:
 PSNR_FLOOR = 20 * math.log10(255) # dB: an RMS difference of one grey level in 255, which always passes
 TWICE_DB = 20 * math.log10(2) # dB: how much lower the PSNR of twice the RMS distance is
 
+# %% ../nbs/15_diffusers_runs.ipynb #bc2c3119
 def psnr(image:torch.Tensor, ref:torch.Tensor)->float: # dB, inf when equal
     "The peak signal-to-noise ratio of `image` against `ref`, both with values in 0..1."
     mse = float(((image.float() - ref.float()) ** 2).mean())
     return math.inf if mse == 0 else 10 * math.log10(1 / mse)
 
+# %% ../nbs/15_diffusers_runs.ipynb #ce1ff510
 def check_image(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict: # ok, cpu_match, prediction
     "The device's picture against fp32's: at most twice bf16's RMS distance (6.02 dB less PSNR), or within one grey level."
     if dev.shape != ref32.shape: return {"ok": False, "cpu_match": f"N picture shape {list(dev.shape)} vs {list(ref32.shape)}", "prediction": ""}
@@ -104,11 +113,13 @@ def df_reference(plan:dict, path:str, size:int, cache_dir)->dict: # fp32, bf16 (
     return cpu_references({**reference_key(plan), "diffusers": importlib.metadata.version("diffusers"), "inputs": plan["inputs"],
                            "size": size, "seed": SEED, "dtypes": ["float32", "bfloat16"]}, cache_dir, "diffusers", call)
 
+# %% ../nbs/15_diffusers_runs.ipynb #85e062bb
 def image_steps(ref:dict, dev:torch.Tensor)->list: # one dict per picture
     "The pictures' figures, for the run's notebook: each one's PSNR against fp32 and its mean and spread."
     return [{"picture": name, "PSNR with fp32 (dB)": round(psnr(t, ref["fp32"]), 2), "mean": round(float(t.mean()), 4),
              "std": round(float(t.std()), 4)} for name, t in (("CPU fp32", ref["fp32"]), ("CPU bf16", ref["bf16"]), ("device", dev))]
 
+# %% ../nbs/15_diffusers_runs.ipynb #24e60f55
 def check_diffusion_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the notes of a text-to-image run, against the CPU's fp32 and bf16 pictures; the pictures to save."
     i, size = plan["inputs"], out["size"]
@@ -122,5 +133,6 @@ def check_diffusion_run(plan:dict, path:str, out:dict, cache_dir)->dict:
             "prediction": f"{what}: {c['prediction']}", "images": {"image.png": out["output"], "image_cpu.png": ref["fp32"]},
             "steps": image_steps(ref, out["output"]) if out["output"].shape == ref["fp32"].shape else []}
 
+# %% ../nbs/15_diffusers_runs.ipynb #065d550b
 RUNNERS = {"run_text_to_image": run_text_to_image} # runner name -> function
 CHECKS = {"run_text_to_image": check_diffusion_run} # runner name -> its check

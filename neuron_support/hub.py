@@ -66,6 +66,7 @@ def commit_sha(repo_id:str, # the repo, so that two repos with equal files diffe
     tree = sorted((p, e["oid"]) for p, e in files.items())
     return hashlib.sha1(json.dumps([repo_id, parent, title, date, tree]).encode()).hexdigest()
 
+# %% ../nbs/01_hub.ipynb #fa7ebce9
 def now_iso()->str:
     "The current time as the Hub writes it."
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -76,6 +77,7 @@ HEADER_LIMIT = 100_000_000 # the longest JSON header safetensors itself reads (i
 class SafetensorsError(ValueError):
     "A `.safetensors` file whose header cannot be read: the message names the file and says why, in one line."
 
+# %% ../nbs/01_hub.ipynb #f2b536d0
 def header_length(first:bytes, # the file's first 8 bytes (fewer for a shorter file)
                   size:int, # the file's size in bytes
                   name:str="the file", # the file, for the message
@@ -93,6 +95,7 @@ def tensor_ok(entry)->bool:
     return (isinstance(entry, dict) and isinstance(entry.get("dtype"), str) and isinstance(entry.get("shape"), list)
             and all(type(d) is int and d >= 0 for d in entry["shape"]))
 
+# %% ../nbs/01_hub.ipynb #f5fc5e92
 def parse_header(raw:bytes, # the JSON header, as long as `header_length` allowed
                  name:str="the file", # the file, for the message
                 )->dict: # {tensor name: entry}, without `__metadata__`
@@ -114,12 +117,14 @@ def safetensors_header(path:Path)->dict: # {tensor name: entry}, checked
         with open(path, "rb") as f: return parse_header(f.read(header_length(f.read(8), os.fstat(f.fileno()).st_size, name)), name)
     except OSError as e: raise SafetensorsError(f"{name} cannot be read: {e.strerror or e}") from None
 
+# %% ../nbs/01_hub.ipynb #e9cedf4e
 def parameter_counts(tensors:dict)->dict: # {dtype: count}
     "Parameters by dtype of a header's tensors."
     counts = {}
     for t in tensors.values(): counts[t["dtype"]] = counts.get(t["dtype"], 0) + math.prod(t["shape"])
     return counts
 
+# %% ../nbs/01_hub.ipynb #9c576e1c
 def safetensors_counts(paths)->dict: # {dtype: count}, summed over the files
     "Parameters by dtype of some `.safetensors` files; a `SafetensorsError` names the first whose header is unreadable."
     counts = {}
@@ -127,6 +132,7 @@ def safetensors_counts(paths)->dict: # {dtype: count}, summed over the files
         for dtype, n in parameter_counts(safetensors_header(p)).items(): counts[dtype] = counts.get(dtype, 0) + n
     return counts
 
+# %% ../nbs/01_hub.ipynb #491bfa9f
 def safetensors_parameters(paths:list, # the repo's .safetensors files
                           )->dict|None: # {"parameters": {dtype: count}, "total": count}; None without weights, or with an unreadable one
     "The Hub's `safetensors` field of a repo, from its files' headers."
@@ -159,6 +165,7 @@ def warn(message:str):
     "One line on stderr about what the server leaves out of its own files, and goes on without."
     print(f"hub: warning: {message}", file=sys.stderr, flush=True)
 
+# %% ../nbs/01_hub.ipynb #0660b9fa
 CARD_TYPES = {"pipeline_tag": str, "library_name": str, "createdAt": str, "lastModified": str, "gated": (bool, str), "downloads": (int, float),
               "likes": (int, float), "trendingScore": (int, float), "tags": list, "cardData": dict, "safetensors": dict}
 
@@ -172,6 +179,7 @@ def card_problem(card)->str|None: # what is wrong with a catalog entry, or None
         wrong.append("safetensors")
     return f"{card['id']}: {', '.join(wrong)} of the wrong type" if wrong else None
 
+# %% ../nbs/01_hub.ipynb #c2baf196
 def read_index(index:Path)->dict:
     "`catalog.json`, parsed, with a catalog's shape (an object; lists of entries; tokens each naming a list of ids), or a UsageError."
     try: meta = json.loads(index.read_text())
@@ -209,6 +217,7 @@ def repo_state_dir(catalog:Catalog, kind:str, repo_id:str)->Path:
     "Where the server keeps a repo's later commits."
     return catalog.state/"repos"/f"{kind}s"/repo_id
 
+# %% ../nbs/01_hub.ipynb #64606de7
 COMMIT_KEYS = {"sha", "parent", "title", "date", "files"}
 
 def is_commit(c)->bool:
@@ -216,6 +225,7 @@ def is_commit(c)->bool:
     return (isinstance(c, dict) and COMMIT_KEYS <= c.keys() and isinstance(c["files"], dict)
             and all(isinstance(e, dict) and {"size", "oid", "sha256", "src"} <= e.keys() for e in c["files"].values()))
 
+# %% ../nbs/01_hub.ipynb #7b2fd905
 @patch
 def read_commits(self:Catalog, log:Path)->list:
     "The whole commits of a `commits.jsonl`, oldest first; any other line is skipped with a warning."
@@ -230,6 +240,7 @@ def read_commits(self:Catalog, log:Path)->list:
         else: warn(f"{log.relative_to(self.root)}: line {i} is not a whole commit (a write cut short?): skipped")
     return commits
 
+# %% ../nbs/01_hub.ipynb #b69f959f
 @patch
 def load_state(self:Catalog):
     "Read every repo's later commits from `.hub/repos`."
@@ -258,11 +269,13 @@ def first_commit(self:Catalog, repo:Repo)->dict:
     return {"sha": commit_sha(repo.id, None, "initial commit", date, files), "parent": None,
             "title": "initial commit", "message": "", "date": date, "files": files}
 
+# %% ../nbs/01_hub.ipynb #ef279a30
 @patch
 def inside(self:Catalog, path:Path)->bool:
     "Whether a path lies inside the catalog folder once every link on the way is followed."
     return Path(os.path.realpath(path)).is_relative_to(self.root)
 
+# %% ../nbs/01_hub.ipynb #9e90e1d9
 @patch
 def source(self:Catalog, entry:dict)->Path:
     "Where a file's content lies, or EntryNotFound when that is outside the catalog folder."
@@ -270,11 +283,13 @@ def source(self:Catalog, entry:dict)->Path:
     if not self.inside(path): raise HubError(404, "EntryNotFound", "this file's content lies outside the catalog: not served")
     return path
 
+# %% ../nbs/01_hub.ipynb #6f3cc53e
 @patch
 def write_json(self:Catalog, path:Path, data):
     "Write JSON atomically (a temporary file, then a rename)."
     write_atomic(path, json.dumps(data))
 
+# %% ../nbs/01_hub.ipynb #63449a7c
 @patch
 def history(self:Catalog, repo:Repo)->list:
     "All commits of a repo, oldest first."
@@ -291,6 +306,7 @@ def find_repo(self:Catalog, kind:str, repo_id:str)->Repo:
         raise HubError(404, "RepoNotFound", f"Repository not found: {kind} {repo_id}. Check the id and the repo type.")
     return repo
 
+# %% ../nbs/01_hub.ipynb #66a4b111
 @patch
 def resolve(self:Catalog, kind:str, repo_id:str, rev:str)->tuple:
     "(repo, commit) for a revision, or the Hub's RepoNotFound / RevisionNotFound."
@@ -307,6 +323,7 @@ def pipeline_config(index, # the parsed model_index.json of a diffusers pipeline
     "What the Hub gives as the `config` of a diffusers pipeline: its `model_index.json`'s class, under `diffusers`."
     return {"diffusers": {"_class_name": index.get("_class_name")}} if isinstance(index, dict) else None
 
+# %% ../nbs/01_hub.ipynb #b66a4637
 @patch
 def derived(self:Catalog, commit:dict)->dict:
     "config and safetensors of a commit, computed once."
@@ -321,6 +338,7 @@ def derived(self:Catalog, commit:dict)->dict:
                                            "safetensors": safetensors_parameters(weights) if all(map(self.inside, weights)) else None}
         return self.computed[commit["sha"]]
 
+# %% ../nbs/01_hub.ipynb #856ce2ed
 @patch
 def repo_info(self:Catalog, repo:Repo, commit:dict)->dict:
     "Every field the Hub returns for a repo at a commit."
@@ -343,12 +361,14 @@ def repo_info(self:Catalog, repo:Repo, commit:dict)->dict:
         if st := card.get("safetensors", d["safetensors"]): info["safetensors"] = st
     return info
 
+# %% ../nbs/01_hub.ipynb #9c350757
 def sibling(path:str, entry:dict)->dict:
     "A file as `siblings` lists it when asked for the files' metadata."
     s = {"rfilename": path, "size": entry["size"], "blobId": entry["oid"]}
     if is_lfs(path, entry["size"]): s["lfs"] = {"sha256": entry["sha256"], "size": entry["size"], "pointerSize": 134}
     return s
 
+# %% ../nbs/01_hub.ipynb #1e1a99a9
 def names_only(info:dict)->dict:
     "The info with its `siblings` reduced to their names: what the Hub answers unless `model_info` asks for blobs."
     return {**info, "siblings": [{"rfilename": s["rfilename"]} for s in info["siblings"]]} if "siblings" in info else info
@@ -368,6 +388,7 @@ def listing_fields(info:dict, # repo_info of one repo
     else: keep = LIST_FIELDS + (["config"] if query.get("config", ["false"])[0].lower() in ("1", "true") else [])
     return names_only({k: info[k] for k in keep if k in info})
 
+# %% ../nbs/01_hub.ipynb #245fbb0a
 def matches(info:dict, query:dict)->bool:
     "Whether a repo passes the listing's filters."
     tags = set(info.get("tags", [])) | {info.get("library_name")}
@@ -403,6 +424,7 @@ def count_param(query:dict, name:str, default:int)->int:
     if not re.fullmatch(r"\d{1,18}", value, re.ASCII): raise HubError(400, None, f"{name} must be a non-negative integer, not {value[:40]!r}")
     return int(value)
 
+# %% ../nbs/01_hub.ipynb #ec90f782
 def page(items:list, # the whole listing
          query:dict, # parsed query string, with "cursor" and "limit"
          url:str, # this request's URL without its query
@@ -423,11 +445,13 @@ def file_entry(path:str, entry:dict)->dict:
     if is_lfs(path, entry["size"]): e["lfs"] = {"oid": entry["sha256"], "size": entry["size"], "pointerSize": 134}
     return e
 
+# %% ../nbs/01_hub.ipynb #f9a4b788
 def folder_entry(path:str, files:dict)->dict:
     "A folder as tree listings show it."
     inside = sorted((p, e["oid"]) for p, e in files.items() if p.startswith(path + "/"))
     return {"type": "directory", "oid": hashlib.sha1(json.dumps(inside).encode()).hexdigest(), "size": 0, "path": path}
 
+# %% ../nbs/01_hub.ipynb #d2459916
 def tree(files:dict, # path -> entry of one commit
          path:str="", # the folder to list ("" for the root)
          recursive:bool=False, # also list what is inside sub-folders
@@ -444,6 +468,7 @@ def tree(files:dict, # path -> entry of one commit
     if path and not folders and not entries: raise HubError(404, "EntryNotFound", f"{path} does not exist")
     return [folder_entry(f, files) for f in sorted(folders)] + entries
 
+# %% ../nbs/01_hub.ipynb #14681760
 def paths_info(files:dict, paths:list)->list:
     "The entries of the named paths that exist (files or folders)."
     out = []
@@ -486,6 +511,7 @@ def writing(catalog:Catalog):
     catalog.state.mkdir(parents=True, exist_ok=True)
     with catalog.lock, FileLock(catalog.state/"lock"): yield
 
+# %% ../nbs/01_hub.ipynb #5bdd4687
 @patch
 def append_commit(self:Catalog, repo:Repo, commit:dict):
     "Record a commit of a repo: a whole line on disk, synced, then in memory."
@@ -496,6 +522,7 @@ def append_commit(self:Catalog, repo:Repo, commit:dict):
         f.write((b"\n" if torn else b"") + json.dumps(commit).encode() + b"\n"); f.flush(); os.fsync(f.fileno())
     repo.later.append(commit)
 
+# %% ../nbs/01_hub.ipynb #fa7e3808
 @patch
 def create_repo(self:Catalog, kind:str, repo_id:str)->Repo:
     "A new, empty repo; 409 when it exists."
@@ -519,15 +546,17 @@ def store_blob(self:Catalog, content:bytes)->dict:
     oid = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
     return {"size": len(content), "oid": oid, "sha256": sha256, "src": str(path.relative_to(self.root))}
 
+# %% ../nbs/01_hub.ipynb #87bb73a4
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 def repo_path(path)->str:
     "A file's path in a repo as a commit gives it, or the Hub's 400: relative, '/'-separated, no '.' or '..' part, no control character."
     parts = path.strip("/").split("/") if isinstance(path, str) else [""]
-    if any(p in ("", ".", "..") or "\\\\" in p or any(ord(ch) < 32 for ch in p) for p in parts):
+    if any(p in ("", ".", "..") or "\\" in p or any(ord(ch) < 32 for ch in p) for p in parts):
         raise HubError(400, None, f"invalid path {path!r} in the commit")
     return "/".join(parts)
 
+# %% ../nbs/01_hub.ipynb #a7a2e691
 def file_content(path:str, value:dict)->bytes:
     "The bytes of a commit's `file` line: its `content`, decoded from base64 when `encoding` says so, or the Hub's 400."
     content, encoding = value.get("content"), value.get("encoding")
@@ -537,11 +566,13 @@ def file_content(path:str, value:dict)->bytes:
     try: return base64.b64decode(content, validate=True)
     except ValueError: raise HubError(400, None, f"{path}: the content is not base64") from None
 
+# %% ../nbs/01_hub.ipynb #3dadfeff
 @patch
 def uploaded(self:Catalog, repo:Repo, sha256:str)->dict|None:
     "The entry of content this repo already holds in some commit, by its sha256 (an LFS oid), or None."
     return next((e for c in self.history(repo) for e in c["files"].values() if e["sha256"] == sha256), None)
 
+# %% ../nbs/01_hub.ipynb #a9d89db5
 @patch
 def apply_operation(self:Catalog, repo:Repo, files:dict, key:str, value:dict):
     "Apply one NDJSON line of a commit to a file map."
@@ -560,6 +591,7 @@ def apply_operation(self:Catalog, repo:Repo, files:dict, key:str, value:dict):
         for p in [p for p in files if p.startswith(path + "/")]: del files[p]
     else: raise HubError(400, None, f"unknown commit operation {key!r}")
 
+# %% ../nbs/01_hub.ipynb #59ebcf51
 @patch
 def commit(self:Catalog, kind:str, repo_id:str, rev:str, lines:list)->dict:
     "Make a new commit on main from NDJSON lines; returns the commit."
@@ -621,11 +653,13 @@ def header_value(text:str)->str:
     "Text as an HTTP header can carry it: one line of printable ASCII, anything else escaped."
     return "".join(ch if " " <= ch <= "~" else ch.encode("unicode_escape").decode() for ch in text)
 
+# %% ../nbs/01_hub.ipynb #8e44c702
 def split_url(path:str)->urllib.parse.SplitResult:
     "A request's path and query, or the Hub's 400 for one that does not parse."
     try: return urllib.parse.urlsplit(path)
     except ValueError: raise HubError(400, None, "the request's path does not parse") from None
 
+# %% ../nbs/01_hub.ipynb #896f77d7
 class HubHandler(BaseHTTPRequestHandler):
     "Answers the Hub's HTTP API from a `Catalog` (`self.server.catalog`)."
     protocol_version, server_version = "HTTP/1.1", "neuron-support-hub"
@@ -674,11 +708,13 @@ def read_body(self:HubHandler)->bytes:
     self.close_connection = keep
     return out
 
+# %% ../nbs/01_hub.ipynb #6c98a15a
 def chunk_size(line:bytes)->int:
     "The size a chunked body's size line gives (hex, before any `;`), or the Hub's 400."
     try: return int(line.split(b";")[0].strip() or b"0", 16)
     except ValueError: raise HubError(400, None, f"invalid chunk size {line[:40]!r}") from None
 
+# %% ../nbs/01_hub.ipynb #fb044492
 @patch
 def send_json(self:HubHandler, data, status:int=200, headers:dict|None=None):
     "Answer with JSON."
@@ -698,6 +734,7 @@ def on_list(self:HubHandler, kind, body):
     items, nxt = page(items, self.query, url, self.server.page_size)
     self.send_json([listing_fields(i, self.query) for i in items], headers={"Link": f'<{nxt}>; rel="next"'} if nxt else None)
 
+# %% ../nbs/01_hub.ipynb #ab0c2eae
 @patch
 def on_info(self:HubHandler, kind, repo_id, body, rev="main"):
     catalog = self.server.catalog
@@ -707,12 +744,14 @@ def on_info(self:HubHandler, kind, repo_id, body, rev="main"):
     expand = self.query.get("expand", []) + self.query.get("expand[]", [])
     self.send_json({k: info[k] for k in ["_id", "id", *expand] if k in info} if expand else info)
 
+# %% ../nbs/01_hub.ipynb #d758c176
 @patch
 def on_tree(self:HubHandler, kind, repo_id, rev, body, path=""):
     _, commit = self.server.catalog.resolve(KINDS[kind], repo_id, rev)
     recursive = self.query.get("recursive", ["false"])[0].lower() in ("1", "true")
     self.send_json(tree(commit["files"], path, recursive))
 
+# %% ../nbs/01_hub.ipynb #b91a2c8c
 @patch
 def on_paths_info(self:HubHandler, kind, repo_id, rev, body):
     _, commit = self.server.catalog.resolve(KINDS[kind], repo_id, rev)
@@ -720,11 +759,12 @@ def on_paths_info(self:HubHandler, kind, repo_id, rev, body):
     if not all(isinstance(p, str) for p in paths): raise HubError(400, None, "paths-info: paths are strings")
     self.send_json(paths_info(commit["files"], paths))
 
+# %% ../nbs/01_hub.ipynb #768c4106
 @patch
 def on_commits(self:HubHandler, kind, repo_id, rev, body):
     self.send_json(self.server.catalog.commit_log(KINDS[kind], repo_id, rev))
 
-
+# %% ../nbs/01_hub.ipynb #586e67c0
 def json_object(body:bytes, # a request's body
                 what:str, # the endpoint, for the message
                )->dict:
@@ -734,6 +774,7 @@ def json_object(body:bytes, # a request's body
     if not isinstance(data, dict): raise HubError(400, None, f"{what}: the body must be a JSON object, not a {type(data).__name__}")
     return data
 
+# %% ../nbs/01_hub.ipynb #14c8c793
 def parse_form(body:bytes, content_type:str)->dict:
     "A form or JSON body as {name: [values]}."
     if "json" in content_type:
@@ -771,6 +812,7 @@ def require_token(self:HubHandler):
     if not (self.headers.get("Authorization") or "").startswith("Bearer "):
         raise HubError(401, None, "You must be authenticated to write: pass a token (any token works on this local Hub)")
 
+# %% ../nbs/01_hub.ipynb #5148e458
 @patch
 def on_create(self:HubHandler, body):
     self.require_token()
@@ -786,6 +828,7 @@ def on_create(self:HubHandler, body):
         raise
     self.send_json({"url": url, "name": repo_id, "id": hashlib.sha1(url.encode()).hexdigest()[:24]})
 
+# %% ../nbs/01_hub.ipynb #1f5572f3
 @patch
 def on_preupload(self:HubHandler, kind, repo_id, rev, body):
     self.require_token()
@@ -795,6 +838,7 @@ def on_preupload(self:HubHandler, kind, repo_id, rev, body):
         raise HubError(400, None, "preupload: files is a list of objects with a path")
     self.send_json({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
 
+# %% ../nbs/01_hub.ipynb #6de23b01
 def commit_lines(body:bytes)->list: # [{"key": ..., "value": {...}}, ...]
     "The lines of an NDJSON commit, or the Hub's 400 naming the first that is not a JSON object with a key and an object value."
     lines = []
@@ -807,6 +851,7 @@ def commit_lines(body:bytes)->list: # [{"key": ..., "value": {...}}, ...]
         lines.append(line)
     return lines
 
+# %% ../nbs/01_hub.ipynb #73c4eae4
 @patch
 def on_commit(self:HubHandler, kind, repo_id, rev, body):
     self.require_token()
@@ -821,6 +866,7 @@ def front_matter(card:str)->str:
     m = re.match(r"---\s*\n(.*?)\n---\s*(\n|$)", card, re.S)
     return m.group(1) if m else ""
 
+# %% ../nbs/01_hub.ipynb #0eb18cb3
 @patch
 def on_validate_yaml(self:HubHandler, body):
     card = json_object(body, "validate-yaml").get("content") or ""
@@ -837,6 +883,7 @@ class HubServer(ThreadingHTTPServer):
     "A threaded HTTP server over a catalog."
     daemon_threads = True
 
+# %% ../nbs/01_hub.ipynb #77045795
 def make_server(catalog:str|Path, # the catalog folder
                 port:int=0, # 0: any free port
                 host:str="127.0.0.1", # a loopback address
@@ -874,17 +921,19 @@ def wait_for(endpoint:str, timeout:float=30.0):
             if time.monotonic() > deadline: raise
             time.sleep(0.05)
 
+# %% ../nbs/01_hub.ipynb #f47f189a
 @contextlib.contextmanager
 def hub_server(catalog:str|Path, # the catalog folder
                port:int=0, # 0: any free port
                page_size:int=PAGE_SIZE, # the largest page of a listing
                timeout:float=60.0, # how long to wait for the server to start
                stderr=None, # where the server's warnings and log go: a file, or None for this process's stderr
+               verbose:bool=False, # log each request's method and path (tests count what clients asked)
               ): # yields the endpoint, e.g. "http://127.0.0.1:40123"
     "Serve a catalog from a child process for the duration of a `with` block."
     Catalog(catalog)
     code = (f"from neuron_support.hub import serve_catalog; "
-            f"serve_catalog({str(Path(catalog).resolve())!r}, port={int(port)}, page_size={int(page_size)})")
+            f"serve_catalog({str(Path(catalog).resolve())!r}, port={int(port)}, page_size={int(page_size)}, verbose={bool(verbose)})")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(importlib.util.find_spec("neuron_support").origin).parents[1]), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     try:

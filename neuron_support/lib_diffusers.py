@@ -28,21 +28,25 @@ IMAGE_STEPS = 2 # the runner's STEPS, which the plan records
 # %% ../nbs/14_diffusers.ipynb #7e041f9d
 LOADERS = ("diffusers", "transformers") # the libraries whose classes a pipeline's components may be, without the repo's code
 
+# %% ../nbs/14_diffusers.ipynb #f347b648
 def pipeline_components(index:dict)->list: # [(name, library, class)]
     "The components `model_index.json` names, in its order, less the ones it leaves out."
     return [(k, v[0], v[1]) for k, v in index.items()
             if not k.startswith("_") and isinstance(v, list) and len(v) == 2 and v[0] and v[1]]
 
+# %% ../nbs/14_diffusers.ipynb #66dc763d
 def has_variant(name:str)->bool:
     "A weight file of a variant: `diffusion_pytorch_model.fp16.safetensors`, `model.fp16-00001-of-00002.safetensors`."
     return len(name.rsplit("/", 1)[-1].split(".")) > 2
 
+# %% ../nbs/14_diffusers.ipynb #ec4fb52a
 def component_weights(files:list, component:str)->list: # file names
     "The weight files `from_pretrained` loads for one component: its safetensors without a variant, else with one, else its pickles."
     mine = [f for f in files if f.startswith(component + "/") and f.count("/") == 1]
     st = [f for f in mine if f.endswith(".safetensors")]
     return [f for f in st if not has_variant(f)] or st or [f for f in mine if f.endswith(".bin")]
 
+# %% ../nbs/14_diffusers.ipynb #c0d448b9
 def read_model_index(ck)->dict:
     "The pipeline's parsed `model_index.json`, or a UsageError saying what is wrong."
     text = read_text(ck, "model_index.json")
@@ -60,12 +64,14 @@ def file_parameters(ck, name:str, api:HfApi|None=None)->dict: # {dtype: count}
     if not ck.revision: return parameter_counts(hub_header(api.endpoint, ck.model_id, name, None, api.token))   # a branch moves: no keeping
     return dict(header_counts(api.endpoint, ck.model_id, ck.revision, name, api.token))
 
+# %% ../nbs/14_diffusers.ipynb #bd5c86f7
 def pickle_sizes(ck, names:list, api:HfApi|None=None)->int:
     "Total bytes of some pickled weight files."
     if ck.local: return sum((ck.local / n).stat().st_size for n in names)
     sizes = dict(file_sizes((api or HfApi(endpoint=ck.endpoint)).endpoint, ck.model_id, ck.revision))
     return sum(sizes.get(n, 0) for n in names)
 
+# %% ../nbs/14_diffusers.ipynb #c6ed9d75
 def pipeline_weight_bytes(ck, index:dict, api:HfApi|None=None)->tuple: # (bf16 bytes, estimated, {component: bf16 bytes})
     "The bf16 bytes of every component the pipeline loads (the denoiser, each text encoder, the VAE), and each one's."
     each, estimated = {}, False
@@ -105,6 +111,7 @@ def remote_pipeline(index:dict)->str|None: # the reason, or None
     own = [f"{name} ({lib}.{c})" for name, lib, c in pipeline_components(index) if lib not in LOADERS]
     if own: return f"needs trust_remote_code: model_index.json names code the repo brings: {', '.join(own)}"
 
+# %% ../nbs/14_diffusers.ipynb #f10d7a02
 def unknown_pipeline(index:dict)->str|None: # the reason, or None
     "Why this diffusers cannot load the pipeline class, or None."
     logging.getLogger("transformers.utils.import_utils").setLevel(logging.ERROR)  # diffusers' pipelines import CLIPImageProcessor: no torchvision here, and nothing for a reader
@@ -112,6 +119,7 @@ def unknown_pipeline(index:dict)->str|None: # the reason, or None
     cls = index.get("_class_name")
     if isinstance(cls, str) and not hasattr(diffusers, cls): return f"diffusers {diffusers.__version__} has no pipeline class {cls!r}"
 
+# %% ../nbs/14_diffusers.ipynb #bfe1226c
 def df_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # (category, reason) or (None, (runner, class, bytes, cores, fit))
     "The plan's runner and fit for a listing item, or why the pipeline is left out: the fit step of the card's exclusions, for this library."
     api = api or HfApi()
@@ -125,6 +133,7 @@ def df_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # 
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
 
+# %% ../nbs/14_diffusers.ipynb #2ecf844e
 def df_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "Why a diffusers pipeline is left out, or its runner and fit: the card's exclusions with the pipeline's fit step."
     return exclusion(info, stack, token, max_cores, api, fit=df_fit)
@@ -150,49 +159,7 @@ does not fit is excluded as too large. The list is the Hub's `diffusers` models
 of `text-to-image`, by downloads and trending; the same exclusions hold, and a
 pipeline whose `model_index.json` names a pipeline or component class of the
 repo's own is excluded as needing `trust_remote_code`.
-
-| `result` | Meaning |
-|---|---|
-| `PASS` | The model loaded, `generate()` or an encoder's forward pass returned, and the output check passed or could not run. |
-| `FAIL(load)` | `from_pretrained` raised. |
-| `FAIL(gen)` | `generate()` raised. |
-| `FAIL(forward)` | An encoder's forward pass raised. |
-| `FAIL(output)` | `generate()` or the forward pass returned, but the output check failed. |
-| `FAIL(other)` | The run crashed, or the model's extra Python packages could not be installed. |
-| `EXCLUDED` | Not tested: the sweep's selection left the model out, for the reason in `notes`. A later run of the model replaces this row. |
-
-The output check compares a run on one NeuronCore with a CPU run of the same
-checkpoint and prompt: the tokens must match, or differ first at a near-tie.
-On more cores, or when the CPU run cannot complete, a small instruct model
-judges whether the text is fluent English. The judge (SmolLM2-135M-Instruct)
-was measured on 74 fluent and 108 broken texts (2026-12-01): it judged no
-fluent text not English (0 %) and 2 broken texts English (1.9 %, both Spanish
-or Portuguese in short, common words), with the same rates on the half held
-out from tuning. `PASS` says nothing about throughput or about longer
-generations.
-
-For an encoder, the CPU runs the same forward pass in fp32, the reference, and
-in bf16, which shows how far bf16 alone drifts from it: far, for some models.
-Neuron, in bf16, is held to what the CPU achieves in bf16. The predictions must
-be the CPU's, in fp32 or in bf16, or differ from fp32's only at a near-tie: the
-masked word, each token's label, the class or the answer span. A head with a
-single output, such as a reranker's score, must stay within 1.0 of fp32's, or
-within twice the bf16 CPU run's distance to it. Without a head, each token's
-hidden state must have a cosine similarity of at least 0.99 with fp32's, or a
-cosine distance to it at most twice the bf16 CPU run's.
-
-The models are the top `text-generation` and `image-text-to-text` models on
-the Hub by downloads and trending, reselected before each sweep: the 100
-best-ranked form the selection. The sweep's list continues with the models of
-these tasks, of `translation` and `summarization`, encoder-decoder models
-included, and of the text encoder tasks (`fill-mask`, `token-classification`,
-`text-classification`, `question-answering`, `zero-shot-classification`,
-`feature-extraction`, `sentence-similarity` and `text-ranking`), down to rank
-1000 among the Hub's transformers models of their task, by downloads or
-trending. Each sweep goes down the list in order until it has
-run 100 models, skipping those whose test script has not changed since their
-last run. Quantized checkpoints and models that need `trust_remote_code` are
-left out. A model that leaves the list keeps the results it already has.""" # the card's section on this library
+""" # the card's section on this library
 
 # %% ../nbs/14_diffusers.ipynb #784da4d3
 DIFFUSERS = Library(

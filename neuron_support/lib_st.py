@@ -27,6 +27,7 @@ PASSAGES = (ENCODER_TEXT, "Berlin is the capital and largest city of Germany.", 
             "The recipe needs two eggs and a cup of flour.")
 ST_RUNNERS = {"SentenceTransformer": "run_sentence_embedding", "CrossEncoder": "run_cross_encoder"}
 
+# %% ../nbs/12_sentence_transformers.ipynb #68474de6
 def st_model_type(ck, # the checkpoint (`plan.Checkpoint`)
                   config:dict, # its config.json
                  )->str: # "SentenceTransformer" or "CrossEncoder"
@@ -37,11 +38,13 @@ def st_model_type(ck, # the checkpoint (`plan.Checkpoint`)
     arch = (config.get("architectures") or [""])[0]
     return "CrossEncoder" if ck.task == "text-ranking" or arch.endswith("ForSequenceClassification") else "SentenceTransformer"
 
+# %% ../nbs/12_sentence_transformers.ipynb #66b4c034
 def st_inputs(model_type:str)->dict:
     "The fixed inputs of a run: sentences to embed, or a query and passages to score, and the padded length."
     if model_type == "CrossEncoder": return {"query": QUERY, "passages": list(PASSAGES), "max_length": ENCODER_LENGTH}
     return {"sentences": list(SENTENCES), "max_length": ENCODER_LENGTH}
 
+# %% ../nbs/12_sentence_transformers.ipynb #34d041f2
 def st_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s
             max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
             **_, # a generation's options: not used by this library
@@ -60,23 +63,27 @@ def module_types(modules_json:str|None)->list: # [(module name, class path)]
     try: return [(m.get("name", str(i)), m.get("type", "")) for i, m in enumerate(json.loads(modules_json or "[]"))]
     except (ValueError, AttributeError): return []
 
+# %% ../nbs/12_sentence_transformers.ipynb #a4d86458
 def remote_modules(modules_json:str|None)->str|None: # the reason, or None
     "Why the repo's modules need the repo's own code: a module class that is not sentence-transformers'."
     own = [f"{name} ({t})" for name, t in module_types(modules_json) if not t.startswith("sentence_transformers.")]
     if own: return f"needs trust_remote_code: modules.json names code the repo brings: {', '.join(own)}"
 
+# %% ../nbs/12_sentence_transformers.ipynb #cac6d49c
 def read_modules_json(info, api:HfApi|None, token:str|None=None)->str|None:
     "The repo's modules.json at the listed commit, or None when it has none."
     try: return open(hf_hub_download(info.id, "modules.json", revision=info.sha, token=token,
                                      endpoint=api.endpoint if api else None)).read()
     except EntryNotFoundError: return None
 
+# %% ../nbs/12_sentence_transformers.ipynb #557398e9
 def st_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # ("too-large", reason) or (None, (runner, class, bytes, cores, fit))
     "The plan's runner and fit for a listing item, or why it is too large: the fit step of the card's exclusions, for this library."
     try: p = st_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
 
+# %% ../nbs/12_sentence_transformers.ipynb #56a1a858
 def st_exclusion(info, # the listing's item
                  stack, # the stack the sweep runs on
                  token:str|None=None, # the Hub token, for gated repos

@@ -6,11 +6,11 @@
 __all__ = ['MODEL_FOR_CAUSAL_LM_MAPPING_NAMES', 'MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES',
            'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'EXPERT_KEYS', 'SELECTION_TASKS', 'SEQ2SEQ_TASKS',
            'ENCODER_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED', 'TRANSFORMERS', 'is_moe', 'is_causal',
-           'choose_runner', 'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan',
-           'unsupported', 'runner_and_fit', 'transformers_exclusion']
+           'transformers_names', 'choose_runner', 'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode',
+           'transformers_plan', 'unsupported', 'runner_and_fit', 'transformers_exclusion']
 
 # %% ../nbs/10_transformers.ipynb #e4da9530
-import json
+import functools, json
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 from .stack import UsageError, Stack
@@ -37,10 +37,17 @@ def is_causal(arch:str, model_type:str)->bool:
     if arch: return arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values() or arch.endswith(("ForCausalLM", "LMHeadModel"))
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not any(model_type.startswith(e) for e in ("bert", "roberta", "electra", "xlm"))
 
+# %% ../nbs/10_transformers.ipynb #79205ea8
+@functools.cache
+def transformers_names()->frozenset: # every name transformers exports
+    "transformers' public names, read once per process, without importing its models."
+    import transformers   # not at the top: the registry loads in the Space, which has no transformers
+    return frozenset(dir(transformers))
+
+# %% ../nbs/10_transformers.ipynb #d50389f8
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
-    import transformers   # its names, without its models (dir() imports nothing); not at the top: the registry loads in the Space, which has no transformers
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
     if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
@@ -50,7 +57,7 @@ def choose_runner(config:dict, # the parsed config.json
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
         return ("run_dense_ep" if moe_ep_only else "run_dense"), "AutoModelForCausalLM"
-    return "run_encoder", (arch if arch.endswith(tuple(ENCODER_HEADS)) and arch in dir(transformers) else "AutoModel")
+    return "run_encoder", (arch if arch.endswith(tuple(ENCODER_HEADS)) and arch in transformers_names() else "AutoModel")
 
 # %% ../nbs/10_transformers.ipynb #d8f75e47
 def encoder_task(head_class:str, config:dict)->str:
@@ -76,6 +83,7 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
     return {"prompt": prompt, "chat": chat, "image": runner == "run_multimodal", "max_new_tokens": max_new_tokens,
             "min_new_tokens": min_new_tokens, "prefill_chunk_size": chunk}
 
+# %% ../nbs/10_transformers.ipynb #0ad3675f
 def parallel_mode(runner:str, cores:int, model_type:str)->str:
     "How the ranks share the model: tensor parallel, or expert parallel for a MoE without a TP plan."
     if cores == 1: return ""
@@ -161,7 +169,40 @@ question `"{QUESTION}"` for a question-answering one. It loads with the
 head class its checkpoint declares, or without a head.
 
 For now, only models that fit on {MAX_CORES // 4} Trainium2 devices are tested, {MAX_CORES}
-NeuronCores at most.""" # the card's section on this library
+NeuronCores at most.
+
+The output check compares a run on one NeuronCore with a CPU run of the same
+checkpoint and prompt: the tokens must match, or differ first at a near-tie.
+On more cores, or when the CPU run cannot complete, a small instruct model
+judges whether the text is fluent English. The judge (SmolLM2-135M-Instruct)
+was measured on 74 fluent and 108 broken texts (2026-12-01): it judged no
+fluent text not English (0 %) and 2 broken texts English (1.9 %, both Spanish
+or Portuguese in short, common words), with the same rates on the half held
+out from tuning. `PASS` says nothing about throughput or about longer
+generations.
+
+For an encoder, the CPU runs the same forward pass in fp32, the reference, and
+in bf16, which shows how far bf16 alone drifts from it: far, for some models.
+Neuron, in bf16, is held to what the CPU achieves in bf16. The predictions must
+be the CPU's, in fp32 or in bf16, or differ from fp32's only at a near-tie: the
+masked word, each token's label, the class or the answer span. A head with a
+single output, such as a reranker's score, must stay within 1.0 of fp32's, or
+within twice the bf16 CPU run's distance to it. Without a head, each token's
+hidden state must have a cosine similarity of at least 0.99 with fp32's, or a
+cosine distance to it at most twice the bf16 CPU run's.
+
+The models are the top `text-generation` and `image-text-to-text` models on
+the Hub by downloads and trending, reselected before each sweep: the 100
+best-ranked form the selection. The sweep's list continues with the models of
+these tasks, of `translation` and `summarization`, encoder-decoder models
+included, and of the text encoder tasks (`fill-mask`, `token-classification`,
+`text-classification`, `question-answering`, `zero-shot-classification`,
+`feature-extraction`, `sentence-similarity` and `text-ranking`), down to rank
+1000 among the Hub's transformers models of their task, by downloads or
+trending. Each sweep goes down the list in order until it has
+run 100 models, skipping those whose test script has not changed since their
+last run. Quantized checkpoints and models that need `trust_remote_code` are
+left out. A model that leaves the list keeps the results it already has.""" # the card's section on this library
 
 # %% ../nbs/10_transformers.ipynb #40addabc
 def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:

@@ -23,12 +23,14 @@ def libraries()->dict: # {name: Library}
     "Every library: the project's own first, in their order, then those registered from outside."
     return {**{l.name: l for l in PROJECT_LIBRARIES}, **LIBRARIES}
 
+# %% ../nbs/16_libraries.ipynb #682917e8
 def library_of(name:str)->Library:
     "The library called `name`, or a `UsageError` that lists the known ones."
     libs = libraries()
     if name not in libs: raise UsageError(f"unknown library {name!r}: the sweep knows {', '.join(libs)}")
     return libs[name]
 
+# %% ../nbs/16_libraries.ipynb #2482ecef
 def library_stack(name:str, # the library's name
                   *args, **kwargs, # detect_stack's overrides (device, backend, core_gb, found, versions...)
                  )->Stack:
@@ -57,6 +59,7 @@ def make_plan(model_id:str, # Hub id or local folder
     except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not
     except SafetensorsError as e: raise UsageError(f"model {model_id!r} has no loadable weights: {e}") from None  # the plan cannot size it
 
+# %% ../nbs/16_libraries.ipynb #d1c156c4
 def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
                     config:dict, # its config.json
                     stack:Stack, # the stack that runs it; its library plans

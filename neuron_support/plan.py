@@ -28,10 +28,12 @@ def bf16_weight_bytes(parameters:dict, # {safetensors dtype: parameter count}
 # %% ../nbs/04_plan.ipynb #c96055e1
 PICKLE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
+# %% ../nbs/04_plan.ipynb #e3d1acdf
 def pickle_files(names:list)->list:
     "The names of a checkpoint's `pytorch_model*.bin` weight files."
     return [n for n in names if n.rsplit("/", 1)[-1].startswith("pytorch_model") and n.endswith(".bin")]
 
+# %% ../nbs/04_plan.ipynb #fa16b482
 def pickle_weight_bytes(file_bytes:int, # total size of the pytorch_model*.bin files
                         config:dict, # the model's config.json
                        )->int: # bf16 bytes, estimated
@@ -82,6 +84,7 @@ from huggingface_hub.utils import validate_repo_id, get_session, hf_raise_for_st
 from huggingface_hub import hf_hub_url
 from .hub import SafetensorsError, header_length, parse_header, parameter_counts, safetensors_counts
 
+# %% ../nbs/04_plan.ipynb #7c26351c
 @dataclass
 class Checkpoint:
     model_id: str      # Hub id or local folder, as the user gave it
@@ -93,11 +96,13 @@ class Checkpoint:
     pickle_bytes: int = 0 # total size of its pytorch_model*.bin files, when it has no safetensors
     endpoint: str|None = None # the Hub it was found on (None: a local folder, or the environment's Hub)
 
+# %% ../nbs/04_plan.ipynb #d2ec486b
 def gated(model_id:str)->str:
     "What to say of a gated model this process may not read."
     need = "the token in HF_TOKEN may not read it" if get_token() else "set HF_TOKEN to a token that may read it"
     return f"model {model_id!r} is gated: {need}"
 
+# %% ../nbs/04_plan.ipynb #62cf42f4
 def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->Checkpoint:
     "Resolve a Hub repo to its commit, task, files, and safetensors parameter counts or pickle size."
     api = api or HfApi()
@@ -107,6 +112,7 @@ def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->C
     except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
     return info_checkpoint(info, api, model_id)
 
+# %% ../nbs/04_plan.ipynb #48a40584
 def info_checkpoint(info, # the Hub's ModelInfo: model_info's answer or a listing item (sha, pipeline_tag, siblings, safetensors)
                     api:HfApi, # the client, for the file sizes of a repo with only pickles
                     model_id:str|None=None, # the id as the user gave it (default: the Hub's)
@@ -117,6 +123,7 @@ def info_checkpoint(info, # the Hub's ModelInfo: model_info's answer or a listin
     pickled = 0 if params else hub_pickle_bytes(api, model_id or info.id, info.sha, info.siblings or [])
     return Checkpoint(model_id or info.id, info.sha, info.pipeline_tag or "", files, None, params, pickled, api.endpoint)
 
+# %% ../nbs/04_plan.ipynb #73750f5f
 def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
     "Total size of a Hub repo's pytorch_model*.bin files: from its siblings when they carry sizes, else from the files' metadata."
     names = set(pickle_files([s.rfilename for s in siblings]))
@@ -124,6 +131,7 @@ def hub_pickle_bytes(api:HfApi, model_id:str, sha:str, siblings:list)->int:
     if all(s.size is not None for s in siblings if s.rfilename in names): return sum(s.size for s in siblings if s.rfilename in names)
     return sum(size for name, size in file_sizes(api.endpoint, model_id, sha) if name in names)
 
+# %% ../nbs/04_plan.ipynb #3b5dbb5f
 @functools.lru_cache(maxsize=1024)
 def file_sizes(endpoint:str, model_id:str, sha:str)->tuple: # ((name, size), ...)
     "The sizes of a repo's files at a commit: one request, made once per commit (the selection and the plan both ask)."
@@ -138,11 +146,13 @@ def local_checkpoint(folder:Path)->Checkpoint:
     pickled = 0 if counts else sum((folder / n).stat().st_size for n in pickle_files(files))
     return Checkpoint(str(folder), "", "", files, folder, counts, pickled)
 
+# %% ../nbs/04_plan.ipynb #19376553
 def checkpoint_weight_bytes(ck:Checkpoint, config:dict)->tuple: # (bf16 bytes, estimated)
     "The checkpoint's bf16 weight bytes: counted from its safetensors, else estimated from its pytorch_model*.bin files."
     if ck.parameters: return bf16_weight_bytes(ck.parameters), False
     return pickle_weight_bytes(ck.pickle_bytes, config), ck.pickle_bytes > 0
 
+# %% ../nbs/04_plan.ipynb #4180923e
 def find_checkpoint(model_id:str, revision:str|None=None)->Checkpoint:
     "The checkpoint behind a model id: a local folder if one exists at that path, else a Hub repo."
     if Path(model_id).is_dir():
@@ -169,6 +179,7 @@ def hub_bytes(url:str, # a file's resolve URL at a commit
     size = r.headers.get("Content-Range", "").rpartition("/")[2]
     return r.content[:n], int(size) if size.isdigit() else len(r.content)
 
+# %% ../nbs/04_plan.ipynb #d1cdfde7
 def hub_header(endpoint:str, model_id:str, name:str, # the Hub, the repo and the file
                revision:str|None=None, token=None, # the commit (None: main) and the token
               )->dict: # {tensor name: entry}, checked
@@ -178,11 +189,13 @@ def hub_header(endpoint:str, model_id:str, name:str, # the Hub, the repo and the
     n = header_length(first[:8], size, name)
     return parse_header(first[8:8 + n] if 8 + n <= len(first) else hub_bytes(url, 8, n, token)[0], name)
 
+# %% ../nbs/04_plan.ipynb #ee50f013
 @functools.lru_cache(maxsize=4096)
 def header_counts(endpoint:str, model_id:str, sha:str, name:str, token=None)->tuple: # ((dtype, count), ...)
     "The parameter counts in one safetensors file's header at a commit: read once per commit."
     return tuple(parameter_counts(hub_header(endpoint, model_id, name, sha, token)).items())
 
+# %% ../nbs/04_plan.ipynb #91c70c1a
 def hub_counts(api:HfApi, model_id:str, sha:str, files:list)->dict: # {dtype: count}
     "Parameter counts of the safetensors files at a repo's root, from their headers: for a repo the Hub gives no counts for."
     counts = {}
@@ -198,6 +211,7 @@ def read_text(ck:Checkpoint, name:str)->str|None:
     try: return Path(hf_hub_download(ck.model_id, name, revision=ck.revision, endpoint=ck.endpoint)).read_text()
     except EntryNotFoundError: return None
 
+# %% ../nbs/04_plan.ipynb #3356fa65
 def read_config(ck:Checkpoint, name:str="config.json", # the config's file: a diffusers pipeline's is model_index.json
                )->dict:
     "The parsed config, or a UsageError saying what is wrong with it."
@@ -235,6 +249,7 @@ def check_cores(cores:int, max_cores:int)->int:
         raise UsageError(f"--cores must be a power of two from 1 to {max_cores} (or 0 to fit the weights), not {cores}")
     return cores
 
+# %% ../nbs/04_plan.ipynb #573d8666
 def plan_cores(runner:str, model_type:str, weight_bytes:int, core_gb:float, max_cores:int, cores:int|None,
                estimated:bool=False, # the weights were estimated from pytorch_model*.bin sizes
               )->tuple: # (cores, reasoning)

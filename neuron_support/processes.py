@@ -12,6 +12,7 @@ from pathlib import Path
 # %% ../nbs/07_processes.ipynb #k4a00002
 RUN_TAG = "NEURON_SUPPORT_RUN" # the environment variable that marks every process of one run
 
+# %% ../nbs/07_processes.ipynb #3306dced
 def lineage(pid:int|None=None, # a process (default: this one)
            )->set: # its pid and its ancestors'
     "A process and its ancestors, from /proc."
@@ -22,6 +23,7 @@ def lineage(pid:int|None=None, # a process (default: this one)
         except (OSError, ValueError, IndexError): break
     return found
 
+# %% ../nbs/07_processes.ipynb #734a1682
 def tagged_processes(tag:str, # the run's tag
                      var:str=RUN_TAG, # the environment variable that holds it
                     )->list: # pids, sorted
@@ -33,6 +35,7 @@ def tagged_processes(tag:str, # the run's tag
         except (OSError, ValueError): pass  # gone, a zombie, or not ours to read
     return sorted(found)
 
+# %% ../nbs/07_processes.ipynb #c325c634
 def kill_run(tag:str, # the run's tag
              passes:int=5, # rounds of kill-and-rescan, for processes started while killing
              var:str=RUN_TAG, # the environment variable that holds the tag

@@ -34,6 +34,7 @@ def literal_table(tree, # a parsed module of transformers.models.auto
             table.update(ast.literal_eval(node.value.args[0])); seen = True
     return seen
 
+# %% ../nbs/06_rules.ipynb #8d786ac0
 @functools.lru_cache(maxsize=None)
 def auto_tree(module:str, # a module of transformers.models.auto, e.g. "modeling_auto"
              ): # its parsed source, or None where the file is not there
@@ -41,6 +42,7 @@ def auto_tree(module:str, # a module of transformers.models.auto, e.g. "modeling
     path = Path(importlib.util.find_spec("transformers").submodule_search_locations[0]) / "models" / "auto" / f"{module}.py"
     return ast.parse(path.read_text()) if path.exists() else None
 
+# %% ../nbs/06_rules.ipynb #764719cf
 def auto_names(name:str, # a table of transformers' auto classes, e.g. "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"
                modules:tuple=("modeling_auto",), # the modules of transformers.models.auto that build it, in import order
               )->dict:
@@ -53,6 +55,7 @@ def auto_names(name:str, # a table of transformers' auto classes, e.g. "MODEL_FO
     except (OSError, SyntaxError, ValueError, TypeError, IndexError): seen = False   # not plain literals: import it
     return table if seen else dict(getattr(importlib.import_module(f"transformers.models.auto.{modules[-1]}"), name))
 
+# %% ../nbs/06_rules.ipynb #2fba283c
 CONFIG_MAPPING_NAMES = auto_names("CONFIG_MAPPING_NAMES", ("auto_mappings", "configuration_auto")) # model type -> config class name
 
 # %% ../nbs/06_rules.ipynb #cd3ee0a5
@@ -85,6 +88,7 @@ def weight_files(info:ModelInfo)->list: # the loadable weight files' names
     names = [s.rfilename for s in info.siblings or []]
     return [n for n in names if n.endswith(".safetensors")] or pickle_files(names)
 
+# %% ../nbs/06_rules.ipynb #7d24835b
 def no_weights(info:ModelInfo)->str|None: # the reason, or None
     "Why the checkpoint has nothing to load, naming what it has instead."
     if weight_files(info): return None

@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['DEFAULT_TIME_LIMIT', 'CARRIED_CORE', 'ENTRY', 'EXPLANATORY', 'FACT_LINES', 'CHECK_ALLOWANCE', 'PROTECTED',
            'QUIET_KERNEL', 'plan_dict', 'render_header', 'added_packages', 'carried_modules', 'carried_text',
-           'module_text', 'render_run_py', 'Prose', 'script_identity', 'parse_outcome', 'execute_run_py',
-           'install_packages', 'execute_plan', 'clear_previous_run', 'make_row', 'cpu_eager_column',
+           'carried_imports', 'module_text', 'render_run_py', 'Prose', 'script_identity', 'parse_outcome',
+           'execute_run_py', 'install_packages', 'execute_plan', 'clear_previous_run', 'make_row', 'cpu_eager_column',
            'run_notebook_path', 'execute_run_notebook', 'run_model']
 
 # %% ../nbs/18_script.ipynb #56dec127
-import ast, hashlib, importlib.util, json, os, pprint, re, shutil, signal, subprocess, sys, sysconfig, tempfile, threading, time
+import ast, functools, hashlib, importlib.util, json, os, pprint, re, shutil, signal, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS
 from .facts import JUDGE_MODEL
@@ -44,35 +44,48 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
     if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {hub}: rerun it with HF_ENDPOINT={hub} python3 run.py")
     return "\n".join(lines) + "\n"
 
+# %% ../nbs/18_script.ipynb #0b08cc2a
 def added_packages(stack:Stack, packages:list=())->list:
     "What run.py installs on top of the stack: the library itself when it is not transformers (pinned), then the run's extra packages."
     pin = [] if stack.library == "transformers" else [f"{stack.library}=={stack.library_version}"]
     return pin + [p for p in packages if p not in pin]
 
+# %% ../nbs/18_script.ipynb #6691b570
 CARRIED_CORE = ("neuron_support.facts", "neuron_support.processes", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
 ENTRY = 'if __name__ == "__main__": sys.exit(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
 
+# %% ../nbs/18_script.ipynb #2ce1a98e
 def carried_modules(library:str="transformers")->tuple:
     "The modules run.py carries for a library: the core's, then the library's own."
     return CARRIED_CORE + (library_of(library).carried,)
 
+# %% ../nbs/18_script.ipynb #76fba48a
 def carried_text(module:str, # a carried module, e.g. "neuron_support.core"
                  carried:tuple, # every module this run.py carries
                 )->str: # its source, less its imports of the others
     "A module as run.py carries it: its text verbatim, less the statements that import another carried module (run.py defines those names above it)."
     text = Path(importlib.util.find_spec(module).origin).read_text()  # read, not imported: run.py imports it, this process need not
-    short = {m.rsplit(".", 1)[-1] for m in carried}
-    drop = set()
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.ImportFrom) and ((node.level == 1 and node.module in short) or (node.level == 0 and node.module in carried)):
-            drop.update(range(node.lineno, node.end_lineno + 1))
+    drop = carried_imports(text, carried)
     return "".join(line for i, line in enumerate(text.splitlines(True), 1) if i not in drop)
 
+# %% ../nbs/18_script.ipynb #c2010a07
+@functools.cache
+def carried_imports(text:str, # a carried module's source
+                    carried:tuple, # every module this run.py carries
+                   )->frozenset: # the numbers (from 1) of the lines that import another carried module
+    "The lines of the statements in `text` that import a module of `carried`, found once per text."
+    short = {m.rsplit(".", 1)[-1] for m in carried}
+    return frozenset(n for node in ast.parse(text).body
+                     if isinstance(node, ast.ImportFrom) and ((node.level == 1 and node.module in short) or (node.level == 0 and node.module in carried))
+                     for n in range(node.lineno, node.end_lineno + 1))
+
+# %% ../nbs/18_script.ipynb #783d1eae
 def module_text(library:str="transformers")->str:
     "The code of run.py: each carried module's text in order, then the line that runs the plan with the library's runners and checks."
     mods = carried_modules(library)
     return "\n".join(carried_text(m, mods) for m in mods) + "\n" + ENTRY
 
+# %% ../nbs/18_script.ipynb #37be1030
 def render_run_py(plan:Plan, # the plan
                   stack:Stack, # the stack it runs on
                   packages:list=(), # extra packages the run installs, pinned
@@ -104,6 +117,7 @@ class Prose(ast.NodeTransformer):
            and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
         return node
 
+# %% ../nbs/18_script.ipynb #f3a5904d
 def script_identity(run_py:str|None, # a run.py's text
                    )->str|None: # a hash of what it executes; None when there is no script or it does not parse
     "What a script executes, as a hash: two scripts with the same identity do the same thing."
@@ -125,6 +139,7 @@ def parse_outcome(lines:list)->dict|None:
             if isinstance(d, dict) and "result" in d: return d
     return None
 
+# %% ../nbs/18_script.ipynb #4a770e9e
 def execute_run_py(run_dir:Path, # the folder holding run.py
                    timeout:float, # seconds before the whole script is killed
                    env:dict|None=None, # extra environment (PYTHONPATH of added packages)
@@ -215,6 +230,7 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      cpu_eager=cpu_eager_column(o.get("cpu_eager"), plan.model_id), graph_breaks=o.get("graph_breaks"),
                      graph_break=o.get("graph_break") or None)
 
+# %% ../nbs/18_script.ipynb #c1ad4815
 def cpu_eager_column(cpu_eager:str|None, # run.py's: "ok", the CPU's error, or empty
                      model_id:str)->str|None:
     "The `cpu_eager` column: `ok`, or the CPU's error as a signature (so that failures of one cause group), or empty."
@@ -230,6 +246,7 @@ def run_notebook_path()->Path:
     if p := next((p for p in places if p.is_file()), None): return p
     raise UsageError(f"the run notebook template is missing (looked for {', '.join(map(str, places))}); set NEURON_SUPPORT_RUN_NOTEBOOK")
 
+# %% ../nbs/18_script.ipynb #595fb86d
 QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"] # the kernel's own plumbing (its warning about TCP) is not the run's output
 
 def execute_run_notebook(notebook, # the run notebook (template)
@@ -243,6 +260,7 @@ def execute_run_notebook(notebook, # the run notebook (template)
     papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
                                progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL)
 
+# %% ../nbs/18_script.ipynb #e1b7b3b4
 def run_model(model_id:str, # Hub id or local folder
               out_dir:str|Path, # where run.ipynb, run.py and result.json go
               stream=None, # where the run's output goes as it comes (None: only into the notebook)

@@ -111,6 +111,7 @@ def select_ids(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings
     "The selection: the best-ranked models of the selection tasks, by the merge rule."
     return list(merge_rankings([rankings.get(n, []) for n in ranking_names(tasks)]))[:selection_size]
 
+# %% ../nbs/19_select.ipynb #1cfa5cdc
 def sweep_order(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings`)
                 selection_size:int=SELECTION_SIZE, # how many models the selection holds
                 selection_tasks:tuple=SELECTION_TASKS, # the library's selection tasks
@@ -174,10 +175,12 @@ def script_packages(run_py:str|None)->list: # the packages of the header's `# pi
     line = next((l for l in (run_py or "").splitlines() if l.startswith("# pip install")), "")
     return line.split()[3:]
 
+# %% ../nbs/19_select.ipynb #3181f8dc
 def default_render(plan, stack, packages=())->str:
     "The would-be run.py of a plan: the script module's renderer, with the run's defaults."
     return render_run_py(plan, stack, list(packages))
 
+# %% ../nbs/19_select.ipynb #8dbbbd5d
 def plan_candidate(c:Candidate, # the candidate, its fit known
                    info:ModelInfo, # its listing item
                    stack, # the stack
@@ -220,6 +223,7 @@ class SweepList:
     def __iter__(self): return iter(self.items)
     def __len__(self): return len(self.items)
 
+# %% ../nbs/19_select.ipynb #5e1eda6b
 def sweep_list(stack=None, # the stack (detected when None)
                data_dir=None, # the dataset folder whose table of the pair decides skips (None: no skips)
                max_runs:int|None=100, # stop once this many models are to run (None: the whole list)
@@ -258,15 +262,18 @@ def candidate_record(c:Candidate)->dict:
             "revision": c.revision, "runner": c.runner, "cores": c.cores,
             "weight_gb": None if c.weight_bytes is None else round(c.weight_bytes / GiB, 3)}
 
+# %% ../nbs/19_select.ipynb #3b98756b
 def list_json(sl:SweepList)->str:
     "The sweep list as JSON: the pair, the request count, the selection and every item."
     return json.dumps({"pair": sl.pair, "requests": sl.requests, "selection": sl.selection,
                        "items": [candidate_record(c) for c in sl]}, indent=1)
 
+# %% ../nbs/19_select.ipynb #b273b89b
 def short_ranks(ranks:dict)->str:
     "Ranks as `downloads 3, trending 1` (one task per model)."
     return ", ".join(f"{n.split('/')[1]} {r}" for n, r in ranks.items())
 
+# %% ../nbs/19_select.ipynb #09b76e7c
 def format_list(sl:SweepList, # the list
                 explain:bool=False, # add each model's ranks and the reason of its decision
                )->str:
@@ -283,6 +290,7 @@ def format_list(sl:SweepList, # the list
                  f"selection of {len(sl.selection)}; pair {sl.pair}" + (f"; {sl.requests} Hub requests" if sl.requests is not None else ""))
     return "\n".join(lines)
 
+# %% ../nbs/19_select.ipynb #4cf58475
 def format_explain(sl:SweepList)->str:
     "`--explain`: every model of the list with its ranks, its place, its decision and why."
     return format_list(sl, explain=True)
@@ -306,6 +314,7 @@ SYNTHETIC_CONFIGS = {
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 
+# %% ../nbs/19_select.ipynb #6a6ccbe9
 def synthetic_entry(i:int, rng)->tuple: # (catalog entry, config)
     "The i-th model of a synthetic catalog: a task, figures, a config, and now and then a reason to exclude it."
     task = TASKS[rng.choice([0] * 6 + [1] * 3 + list(range(2, len(TASKS))))]
@@ -319,6 +328,7 @@ def synthetic_entry(i:int, rng)->tuple: # (catalog entry, config)
              "downloads": rng.randrange(10**7), "trendingScore": rng.randrange(500), **entry,
              "safetensors": {"parameters": {"BF16": params}, "total": params}}, config)
 
+# %% ../nbs/19_select.ipynb #6386209d
 def synthetic_catalog(root, # the catalog folder to write
                       n:int=5000, # how many models
                       seed:int=0, # the figures' seed

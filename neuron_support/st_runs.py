@@ -23,6 +23,7 @@ def st_load(cls_name:str, # "SentenceTransformer" or "CrossEncoder"
     cls = getattr(sentence_transformers, cls_name)
     return cls(path, device=device, trust_remote_code=False, model_kwargs={"dtype": dtype}).eval()
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #ecbc8c24
 def st_compile(model, plan:dict, state:dict)->int|None: # the NEFF cache's entries before compiling (on Neuron), else None
     "Damage the weights if the test hook asks, compile the model the library's way (unless the run is eager), and enter the forward phase."
     perturb_weights(model, plan.get("perturb", ""))
@@ -31,10 +32,12 @@ def st_compile(model, plan:dict, state:dict)->int|None: # the NEFF cache's entri
     state["phase"] = "forward"
     return before
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #512cc194
 def padded(plan:dict)->dict:
     "The processor's arguments that pad every text to the planned length."
     return {"text": {"padding": "max_length", "max_length": plan["inputs"]["max_length"], "truncation": True}}
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #dad87f94
 def st_call(model, plan:dict):
     "What the library's users call: `encode` the sentences, or `predict` the (query, passage) pairs (their raw scores); a float32 CPU tensor."
     i = plan["inputs"]
@@ -46,6 +49,7 @@ def st_call(model, plan:dict):
                             show_progress_bar=False, processing_kwargs=padded(plan), activation_fn=torch.nn.Identity())
     return out.detach().float().cpu()
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #0371e567
 def st_run(plan:dict, path:str, device:str, state:dict)->dict:
     "A sentence-transformers model: loaded, compiled, called twice (compiling, then warm); the output the checks compare."
     model = st_load(plan["head_class"], path, device)
@@ -57,10 +61,12 @@ def st_run(plan:dict, path:str, device:str, state:dict)->dict:
     return {"output": out, "first_s": first_s, "warm_s": warm_s, "compile_s": max(first_s - warm_s, 0.0), "tokens_per_s": None,
             "text": "", "graphs": graphs, "graphs_cached": cached}
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #1ec15d95
 def run_sentence_embedding(plan:dict, path:str, device:str, state:dict)->dict:
     "An embedding model: `SentenceTransformer(path).encode(sentences)`, compiled."
     return st_run(plan, path, device, state)
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #fc60b487
 def run_cross_encoder(plan:dict, path:str, device:str, state:dict)->dict:
     "A reranker: `CrossEncoder(path).predict([(query, passage), ...])`, compiled."
     return st_run(plan, path, device, state)
@@ -68,6 +74,7 @@ def run_cross_encoder(plan:dict, path:str, device:str, state:dict)->dict:
 # %% ../nbs/13_sentence_transformers_runs.ipynb #2674a09d
 SIMILARITY_TIE_MIN = 0.005 # the smallest gap in similarity (or score) that is always a near-tie
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #817f898e
 def st_reference(plan:dict, path:str, cache_dir)->dict: # fp32, bf16 (float32 tensors), cached
     "The CPU's eager call in fp32 and in bf16, read from the reference cache when it is there."
     def call(dtype):
@@ -76,11 +83,13 @@ def st_reference(plan:dict, path:str, cache_dir)->dict: # fp32, bf16 (float32 te
                            "class": plan["head_class"], "inputs": plan["inputs"], "dtypes": ["float32", "bfloat16"]},
                           cache_dir, "sentence-transformers", call)
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #6c555fa5
 def order_swaps(ref:torch.Tensor, dev:torch.Tensor)->list: # [(i, j)] with ref[i] > ref[j] and dev[i] < dev[j]
     "The pairs of items that the device ranks the other way round from the reference."
     n = len(ref)
     return [(i, j) for i in range(n) for j in range(n) if ref[i] > ref[j] and dev[i] < dev[j]]
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #19b8eb18
 def compare_ranking(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor,
                     what:str, # "sentence" or "passage"
                     offset:int=1, # the number of the first item (sentences are ranked from the second)
@@ -97,14 +106,17 @@ def compare_ranking(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor,
         return "~", f"near-tie: {what}s {i + offset} and {j + offset} swapped (gap {float(ref32[i] - ref32[j]):.4f} <= {tie:.4f})"
     return "Y", ""
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #741aea61
 def similarities(e:torch.Tensor)->torch.Tensor:
     "Each other sentence's cosine similarity to the first."
     return torch.nn.functional.cosine_similarity(e[:1], e[1:], dim=-1)
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #a876f4a6
 def ranking_text(values:torch.Tensor, offset:int=1)->str:
     "Items by decreasing value: `2 (0.71), 3 (0.66), ...`, numbered from `offset`."
     return ", ".join(f"{int(i) + offset} ({float(values[i]):.2f})" for i in values.argsort(descending=True))
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #3f847361
 def check_embeddings(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict: # ok, cpu_match, prediction
     "An embedding model's sentences: each close to fp32's as bf16 alone allows, and ranked by similarity to the first as fp32 ranks them."
     if dev.shape != ref32.shape: return {"ok": False, "cpu_match": f"N output shape {list(dev.shape)} vs {list(ref32.shape)}", "prediction": ""}
@@ -122,6 +134,7 @@ def check_embeddings(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->
     verdict, words = compare_ranking(s32, s16, sdev, "sentence", 2)
     return {"ok": verdict != "N", "cpu_match": "Y" if verdict == "Y" else f"{verdict} {words}", "prediction": prediction}
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #249e71ba
 def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict: # ok, cpu_match, prediction
     "A cross-encoder's scores: each within 1.0 of fp32's or twice bf16's distance, and the passages ranked as fp32 ranks them."
     if dev.shape != ref32.shape: return {"ok": False, "cpu_match": f"N output shape {list(dev.shape)} vs {list(ref32.shape)}", "prediction": ""}
@@ -142,6 +155,7 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
     verdict, words = compare_ranking(ref32, ref16, dev, "passage")
     return {"ok": verdict != "N", "cpu_match": "Y" if verdict == "Y" else f"{verdict} {words}", "prediction": prediction}
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #4425cb0b
 def st_steps(plan:dict, ref:dict, dev:torch.Tensor)->list: # one dict per sentence or passage
     "The run's figures item by item, for its notebook: each sentence's similarity to the first (or each passage's score) in fp32, in bf16 and on the device."
     i = plan["inputs"]
@@ -155,6 +169,7 @@ def st_steps(plan:dict, ref:dict, dev:torch.Tensor)->list: # one dict per senten
     return [{"passage": n + 1, "text": p, "score fp32": round(float(ref["fp32"][n]), 4), "bf16 CPU": round(float(ref["bf16"][n]), 4),
              "device": round(float(dev[n]), 4)} for n, p in enumerate(i["passages"])]
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #7be42835
 def check_st_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a sentence-transformers run, against the CPU's fp32 and bf16 calls."
     try: ref = st_reference(plan, path, cache_dir)
@@ -166,5 +181,6 @@ def check_st_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"],
             "prediction": c["prediction"], "steps": st_steps(plan, ref, out["output"]) if out["output"].shape == ref["fp32"].shape else []}
 
+# %% ../nbs/13_sentence_transformers_runs.ipynb #4f7927c5
 RUNNERS = {"run_sentence_embedding": run_sentence_embedding, "run_cross_encoder": run_cross_encoder} # runner name -> function
 CHECKS = {"run_sentence_embedding": check_st_run, "run_cross_encoder": check_st_run} # runner name -> its check

@@ -82,10 +82,12 @@ except Exception as e:
 print(json.dumps(found))
 """
 
+# %% ../nbs/00_stack.ipynb #54663834
 def could_have_accelerator()->bool:
     "True where torch-neuronx is installed or an NVIDIA device node exists: only then is probing worth a process."
     return bool(importlib.util.find_spec("torch_neuronx")) or Path("/dev/nvidia0").exists() or bool(shutil.which("nvidia-smi"))
 
+# %% ../nbs/00_stack.ipynb #306de203
 def probe_accelerators(timeout:float=120, # seconds the child may take
                        code:str=PROBE, # what the child runs
                       )->dict: # {device: [cores, bytes per core]}, and `neuron_error` when torch-neuronx is there but failed
@@ -175,10 +177,12 @@ def compiler_key(s:Stack)->str:
     if s.device == "neuron": return f"neuronxcc-{s.versions['neuronx_cc']}"
     return f"{s.device}-{s.backend}-torch{s.versions['torch'].split('+')[0]}"
 
+# %% ../nbs/00_stack.ipynb #31be3af8
 def library_key(s:Stack)->str:
     "The second part of a pair: `<library>-<version>`."
     return f"{s.library}-{s.library_version}"
 
+# %% ../nbs/00_stack.ipynb #8f30f7ee
 def pair_key(s:Stack)->str:
     "The pair as a relative path, `<compiler key>/<library key>`: the table is `data/<pair>.parquet`, the runs `runs/<pair>/`."
     return f"{compiler_key(s)}/{library_key(s)}"
@@ -190,6 +194,7 @@ def stack_record(s:Stack)->dict:
             "core_gb": s.core_gb, "compiler_key": compiler_key(s), "library_key": library_key(s),
             "library": s.library, "library_version": s.library_version, **s.versions}
 
+# %% ../nbs/00_stack.ipynb #7ce96c95
 def format_record(rec:dict)->str:
     "A record as aligned `name  value` lines; empty values show as `-`."
     w = max(map(len, rec))
@@ -210,6 +215,7 @@ def write_atomic(path, # the file to replace
         Path(tmp).unlink(missing_ok=True); raise
     return path
 
+# %% ../nbs/00_stack.ipynb #b4c5d46e
 def utc_now()->str:
     "The time now in UTC, to the second, as `2026-11-30T01:23:27Z`."
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -26,9 +26,9 @@ from huggingface_hub import snapshot_download, HfApi
 from huggingface_hub.utils import disable_progress_bars
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
-from .publish import table_row, RESULTS, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
+from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
 from .hub import hub_server, hub_env
-from .facts import JUDGE_MODEL, ignored_files
+from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files
 from .processes import RUN_TAG, kill_run, die_with_parent
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
@@ -82,11 +82,12 @@ def take_runs(items:list, # SweepItems in list order
         out.append(it); runs += it.decision == "run"
     return out
 
-# %% ../nbs/20_sweep.ipynb #31530863
+# %% ../nbs/20_sweep.ipynb #91067b13
 def journal_path(out_dir, pair:str)->Path:
     "The journal of the pair's current sweep."
     return Path(out_dir) / "runs" / pair / "sweep.json"
 
+# %% ../nbs/20_sweep.ipynb #5d9110c8
 def write_journal(path, # journal_path
                   items:list, # the SweepItems the sweep acts on (take_runs)
                   selection:dict, # {model_id: rank} of the latest selection
@@ -99,6 +100,7 @@ def write_journal(path, # journal_path
     write_atomic(path, json.dumps(j, indent=1, default=str))
     return j
 
+# %% ../nbs/20_sweep.ipynb #d44537c1
 def read_journal(path)->dict|None: # None when there is none, or its sweep is done
     "The journal of an unfinished sweep, with its items as SweepItems."
     try: j = json.loads(Path(path).read_text())
@@ -117,12 +119,13 @@ def finished_row(run_dir, # the run's folder
         return json.loads(p.read_text())
     except (OSError, ValueError): return None
 
-# %% ../nbs/20_sweep.ipynb #72b32f14
+# %% ../nbs/20_sweep.ipynb #e8c5807a
 def execute_notebook_child():
     "Entry point of a run's child process: execute the notebook described by the JSON in argv[1]."
     spec = json.loads(sys.argv[1])
     execute_run_notebook(spec["notebook"], Path(spec["run_dir"]), spec["parameters"], spec.get("kernel"), sys.stdout)  # into sweep.log
 
+# %% ../nbs/20_sweep.ipynb #c4e005ee
 def check_template(notebook)->Path:
     "The run notebook, refused when it is missing or has no `parameters` cell (papermill would put the parameters before the defaults)."
     notebook = Path(notebook)
@@ -132,6 +135,7 @@ def check_template(notebook)->Path:
         raise UsageError(f"the run notebook {notebook} has no cell tagged 'parameters': papermill would inject the parameters before its defaults")
     return notebook
 
+# %% ../nbs/20_sweep.ipynb #9977073e
 def child_command(notebook, run_dir, parameters:dict, kernel:str|None=None)->list:
     "The command line of a run's child process."
     spec = {"notebook": str(notebook), "run_dir": str(run_dir), "kernel": kernel,
@@ -222,15 +226,17 @@ def execute_run(item:SweepItem, # the model
         write_atomic(run_dir / "result.json", json.dumps(row, indent=1))
     return row
 
-# %% ../nbs/20_sweep.ipynb #2d0171ad
+# %% ../nbs/20_sweep.ipynb #911c71fc
 VISIBLE = {"neuron": "NEURON_RT_VISIBLE_CORES", "cuda": "CUDA_VISIBLE_DEVICES"}
 
+# %% ../nbs/20_sweep.ipynb #15cbdfd9
 def core_range(cores:list)->str:
     "Cores as the runtime's notation: `4-7` for a contiguous range, a comma list otherwise."
     cores = sorted(cores)
     if len(cores) > 1 and cores == list(range(cores[0], cores[-1] + 1)): return f"{cores[0]}-{cores[-1]}"
     return ",".join(map(str, cores))
 
+# %% ../nbs/20_sweep.ipynb #5f62c6f2
 def run_env(base:dict, # the environment to start from
             device:str, # the stack's device
             cores:list|None, # the run's cores, from the core map
@@ -289,7 +295,7 @@ def host_slots(stack:Stack, slots:int|None=None)->int:
     if slots: return int(slots)
     return stack.cores if stack.device != "cpu" else (os.cpu_count() or 1)
 
-# %% ../nbs/20_sweep.ipynb #ba9ca343
+# %% ../nbs/20_sweep.ipynb #468e3511
 def start_ray(stack:Stack, # the stack
               address:str|None=None, # a Ray cluster's address; None: a local Ray
               slots:int|None=None, # cores (CPU: rank slots) of the local Ray
@@ -306,6 +312,7 @@ def start_ray(stack:Stack, # the stack
     else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet, **workers)
     return ray
 
+# %% ../nbs/20_sweep.ipynb #93f10978
 def core_maps(ray, device:str)->dict: # {node id: CoreMap actor}
     "One core map per live host that offers the device's resource, pinned to that host."
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -313,7 +320,7 @@ def core_maps(ray, device:str)->dict: # {node id: CoreMap actor}
     return {n["NodeID"]: actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(int(n["Resources"][res]))
             for n in ray.nodes() if n["Alive"] and n["Resources"].get(res)}
 
-# %% ../nbs/20_sweep.ipynb #w9e00002
+# %% ../nbs/20_sweep.ipynb #267c4662
 SWEEP_RAY = contextvars.ContextVar("sweep_ray", default=None) # the Ray of the `one_ray` block in progress: {} until a run_all starts it
 
 @contextlib.contextmanager
@@ -326,6 +333,7 @@ def one_ray(): # yields the block's holder: {"ray", "maps", "started"} once a ru
         SWEEP_RAY.reset(token)
         if held.get("started"): held["ray"].shutdown()   # a local Ray lives as long as its sweep
 
+# %% ../nbs/20_sweep.ipynb #3d02606d
 def sweep_ray(stack:Stack, address:str|None, slots:int|None, # as start_ray
               say, # say(line): the line "starting Ray", when it is started
              )->tuple: # (ray, {node id: CoreMap actor})
@@ -351,14 +359,14 @@ def run_on_host(item:SweepItem, setting:RunSetting, maps:dict)->dict:
     finally:
         if cmap is not None: cmap.give.remote(item.model_id)
 
-# %% ../nbs/20_sweep.ipynb #42177352
+# %% ../nbs/20_sweep.ipynb #8b22be62
 def hub_cache(env:dict=os.environ)->str:
     "The Hugging Face cache folder that a child process started now would use."
     if d := env.get("HF_HUB_CACHE"): return d
     home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
     return os.path.join(home, "hub")
 
-
+# %% ../nbs/20_sweep.ipynb #d3a90f90
 class Prefetch(threading.Thread):
     "Downloads the weights of the runs to come, within a disk budget."
     def __init__(self, items:list, # SweepItems still to run, in list order
@@ -396,22 +404,25 @@ class Prefetch(threading.Thread):
                 self.fetched.append(it.model_id)
             except Exception as e: self.log(f"prefetch {it.model_id}: {type(e).__name__}: {str(e)[:200]}")
 
-# %% ../nbs/20_sweep.ipynb #15be2497
+# %% ../nbs/20_sweep.ipynb #5bb86caf
 NEFF_BUCKET = "hf://buckets/aws-neuron/torch-neuronx-neff-cache"
 
+# %% ../nbs/20_sweep.ipynb #46336562
 def cache_folder(stack:Stack, env:dict=os.environ)->Path:
     "The local compile cache of the stack's backend."
     if stack.device == "neuron": return Path(env.get("TORCH_NEURONX_NEFF_CACHE_DIR", "/tmp/neff_cache"))
     if d := env.get("TORCHINDUCTOR_CACHE_DIR"): return Path(d)
     return Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
 
+# %% ../nbs/20_sweep.ipynb #88fd9889
 def cache_source(stack:Stack)->str|None:
     "The public cache of the stack's compiler: the NEFF bucket's prefix on trn2, none elsewhere."
     return f"{NEFF_BUCKET}/neuronxcc-{stack.versions['neuronx_cc']}" if stack.device == "neuron" else None
 
-# %% ../nbs/20_sweep.ipynb #f6eaa242
+# %% ../nbs/20_sweep.ipynb #dad1cb67
 def is_bucket(path)->bool: return str(path).startswith("hf://buckets/")
 
+# %% ../nbs/20_sweep.ipynb #b809953c
 def sync_folders(source, dest)->dict: # {"copied": n, "skipped": n}
     "Copy new and changed files from one local folder to another (size differs, or the source is newer)."
     source, dest, n = Path(source), Path(dest), Counter()
@@ -423,6 +434,7 @@ def sync_folders(source, dest)->dict: # {"copied": n, "skipped": n}
         n["copied"] += 1
     return {"copied": n["copied"], "skipped": n["skipped"]}
 
+# %% ../nbs/20_sweep.ipynb #4b59a8ee
 def sync_cache(source, # a local folder or hf://buckets/ORG/NAME[/PREFIX]
                dest, # a local folder or hf://buckets/ORG/NAME[/PREFIX]
               )->dict: # what was done
@@ -432,12 +444,13 @@ def sync_cache(source, # a local folder or hf://buckets/ORG/NAME[/PREFIX]
         return HfApi().sync_bucket(str(source), str(dest), quiet=True).summary()
     return sync_folders(source, dest)
 
-# %% ../nbs/20_sweep.ipynb #6acf74c2
+# %% ../nbs/20_sweep.ipynb #e66a63ca
 def duration(s:float)->str:
     "Seconds as `1h02m`, `3m05s` or `42s`."
     s = int(round(s))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
+# %% ../nbs/20_sweep.ipynb #70b0283f
 PRIOR_S = {"neuron": (300, 120), "cuda": (60, 10), "cpu": (60, 30)} # a run's seconds before any has ended: a base, and per GiB of bf16 weights
 
 def run_estimate(item:SweepItem, device:str)->tuple: # (seconds, cores)
@@ -445,6 +458,7 @@ def run_estimate(item:SweepItem, device:str)->tuple: # (seconds, cores)
     base, per_gb = PRIOR_S.get(device, PRIOR_S["cpu"])
     return base + per_gb * (item.weight_bytes or 0) / 2**30, item.cores or 1
 
+# %% ../nbs/20_sweep.ipynb #75dc4739
 class Progress:
     "Counts by result, runs in flight, time left: a live display on a terminal (rich), log lines otherwise."
     def __init__(self, total:int, # runs this sweep has to do, including those already finished
@@ -488,7 +502,7 @@ class Progress:
     def text(self)->str:
         return "\n".join([self.head()] + [f"  {m}  cores {c}  {e}" for m, c, e in self.in_flight()])
 
-# %% ../nbs/20_sweep.ipynb #3eac1bc5
+# %% ../nbs/20_sweep.ipynb #e59588b6
 RESULT_STYLES = {"PASS": "green", "EXCLUDED": "dim"} # a FAIL is red
 
 @patch
@@ -507,6 +521,7 @@ def renderable(self:Progress):
     for row in self.in_flight(): runs.add_row(*row)
     return Group(head, runs)
 
+# %% ../nbs/20_sweep.ipynb #79e47820
 @patch
 def say(self:Progress, line:str|None=None):
     "Show the state: a log line above the live display and the display redrawn, or, off a terminal, one log line."
@@ -521,11 +536,13 @@ def say(self:Progress, line:str|None=None):
     if line: self.display.console.print(line, markup=False, highlight=False)  # events stay above the display, as a log
     self.display.update(self.renderable(), refresh=True)
 
+# %% ../nbs/20_sweep.ipynb #01ca9785
 @patch
 def close(self:Progress):
     "Leave the live display as it last was."
     if self.display is not None: self.display.stop(); self.display = None
 
+# %% ../nbs/20_sweep.ipynb #8636bb55
 @patch
 def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that hold cores now
     "Update the runs in flight from the core maps."
@@ -535,6 +552,7 @@ def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that ho
             self.flying[m] = (core_range(cores), self.clock())
             self.say(f"start {m} on cores {core_range(cores)}")
 
+# %% ../nbs/20_sweep.ipynb #98988b5c
 @patch
 def result(self:Progress, row:dict, here:bool=True): # here: the run ended in this process, not before a restart
     "Count a row."
@@ -599,7 +617,7 @@ def sweep_lock(out_dir)->Path: # yields the lock file
         path.write_text(f"{os.getpid()}\n")   # the file the lock is on: what the next sweep names
         yield path
 
-# %% ../nbs/20_sweep.ipynb #2e58e476
+# %% ../nbs/20_sweep.ipynb #4cd0fe3c
 def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None,
                  time_limit:float|None=None, parameters:dict|None=None, # what the runs' notebooks get, so that run.py is theirs
                  say=None, # say(line): a line per model decided, as the list grows
@@ -616,6 +634,7 @@ def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None
     got = sweep_list(stack=stack, data_dir=out_dir, max_runs=max_runs, endpoint=endpoint, render=render, progress=decided)
     return [sweep_item(c) for c in got.items], got.selection
 
+# %% ../nbs/20_sweep.ipynb #bce4f6f0
 def collect(out_dir, pair:str, rows:list, selection:dict):
     "Merge rows into the pair's table (idempotent: the newest row of a model wins)."
     if rows: add_rows(out_dir, pair, [{k: v for k, v in r.items() if k in COLUMNS} for r in rows], selection)
@@ -659,6 +678,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
     with ends_whole(), sweep_lock(out_dir):   # every process it starts ends with it; one sweep a folder
         endpoint = os.environ.get("HF_ENDPOINT")
         jpath = journal_path(out_dir, pair); j = read_journal(jpath)
+        listed = j is None and items is None   # the Hub answers: the runs need not ask it again (HUB_STATE)
         log = Progress(0, stream, live=False).say   # before the runs: plain lines (the live display is the runs')
         if j is None:
             if items is None: log(f"listing the most used models of {endpoint or 'the Hub'} and planning each, down the list")
@@ -685,7 +705,8 @@ def sweep(max_runs:int=100, # how many models to run, down the list
             for r in done.values(): progress.result(r, here=False)
             todo = [i for i in runs if i.model_id not in done]
             if todo: warm_cache(stack, cache_from, progress.say)
-            setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {}, sweep_environment())
+            setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {},
+                                 {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})})
             if todo: run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress)
             write_journal(jpath, acts, selection, done=True, created=created)
             if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
@@ -725,12 +746,13 @@ def sweep_environment(env:dict=os.environ)->dict:
     "The variables of the sweep's environment that its runs get on every host: the Hub's, ours, torch's and the compiler's, never the token."
     return {k: v for k, v in env.items() if k.startswith(("HF_", "NEURON_SUPPORT_", "TORCH", "NEURON_CC")) and k != "HF_TOKEN"}
 
-# %% ../nbs/20_sweep.ipynb #w9d00001
+# %% ../nbs/20_sweep.ipynb #ed960ea8
 def packing_order(todo:list, # SweepItems to run, in list order
                  )->list: # the same, the runs on most cores first, in list order among equals
     "The order runs start in: the largest first, which packs a host's cores far tighter than the list's order."
     return sorted(todo, key=lambda it: -(it.cores or 1))
 
+# %% ../nbs/20_sweep.ipynb #f5818964
 def next_runnable(queue:list, # SweepItems not yet started, in packing order
                   warm:set, # groups of which a run has finished
                   flying:set, # groups of the runs in flight
@@ -785,7 +807,7 @@ def run_all(todo:list, # SweepItems to run, in list order
             raise
         finally: fetch.stop.set()
 
-# %% ../nbs/20_sweep.ipynb #3cf78061
+# %% ../nbs/20_sweep.ipynb #4bdd41ee
 @contextlib.contextmanager
 def environment(**env):
     "Set environment variables for the duration of a `with` block."
@@ -797,6 +819,7 @@ def environment(**env):
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
 
+# %% ../nbs/20_sweep.ipynb #39405c43
 DEMO_CHILD = """import pickle, sys
 from neuron_support.stack import UsageError
 from neuron_support.sweep import sweep
@@ -807,12 +830,14 @@ except KeyboardInterrupt: sys.exit(130)
 
 DEMO_BUILD = "from neuron_support.demo import build_demo; print(build_demo())"
 
+# %% ../nbs/20_sweep.ipynb #0efa453e
 def demo_catalog()->Path:
     "The demo catalog, built if it is not yet, in a process of its own (building it is torch's work, which this one never starts)."
     p = subprocess.run([sys.executable, "-c", DEMO_BUILD], stdout=subprocess.PIPE, text=True)
     if p.returncode: raise SystemExit(p.returncode)   # the builder said why on stderr
     return Path(p.stdout.strip().splitlines()[-1])
 
+# %% ../nbs/20_sweep.ipynb #93d3a7bc
 def sweep_demo(**kw)->Path:
     "Sweep the demo catalog on a local Hub: `neuron-support sweep --demo`."
     with sweep_lock(kw.get("out_dir", "out")): pass   # said now, not after the catalog and the Hub: the folder is another sweep's

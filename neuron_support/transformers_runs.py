@@ -23,6 +23,7 @@ def cache_length(n:int)->int:
     "The bucket of a sequence of `n` tokens: the smallest of CACHE_LENGTHS that holds it, else `n` rounded up to a multiple of the largest."
     return next((b for b in CACHE_LENGTHS if b >= n), -(-n // CACHE_LENGTHS[-1]) * CACHE_LENGTHS[-1])
 
+# %% ../nbs/11_transformers_runs.ipynb #d3eee8f3
 def generation_config(plan:dict, pad_token_id, cache_len:int):
     "The run's GenerationConfig: greedy, a static cache of `cache_len`, chunked prefill if planned and the settings keep it, no second compilation."
     i, chunk = plan["inputs"], plan.get("settings", "card") == "card"
@@ -31,6 +32,7 @@ def generation_config(plan:dict, pad_token_id, cache_len:int):
                                          prefill_chunk_size=(chunk and i.get("prefill_chunk_size")) or None, disable_compile=True,
                                          pad_token_id=pad_token_id)
 
+# %% ../nbs/11_transformers_runs.ipynb #b835f83e
 def pad_to(inputs:dict, # 2-d tensors of the prompt (input_ids, attention_mask, token types...), and others left alone
            length:int, # the length to pad to
            pad_token_id:int, # the id that fills input_ids
@@ -44,6 +46,7 @@ def pad_to(inputs:dict, # 2-d tensors of the prompt (input_ids, attention_mask, 
         return torch.cat([fill, v] if side == "left" else [v, fill], 1)
     return {k: pad(k, v) for k, v in inputs.items()}
 
+# %% ../nbs/11_transformers_runs.ipynb #c461ff1b
 def prompt_inputs(tok, plan:dict)->dict:
     "The prompt's input_ids and attention_mask: as a user message through the chat template, or as plain text."
     prompt = plan["inputs"]["prompt"]
@@ -62,6 +65,7 @@ def cache_written(cache)->bool:
         if any(torch.is_tensor(v) for v in getattr(layer, "conv_states", {}).values()): return True
     return False
 
+# %% ../nbs/11_transformers_runs.ipynb #cb697c27
 def fixed_shape_sequences(out, # generate's output as a dict (return_dict_in_generate)
                           model)->torch.Tensor: # its sequences
     "The sequences of a generation whose cache was static; an error when transformers let the model keep a growing cache of its own."
@@ -74,12 +78,14 @@ def fixed_shape_sequences(out, # generate's output as a dict (return_dict_in_gen
                          "so these settings do not fix its shapes")
     return out.sequences
 
+# %% ../nbs/11_transformers_runs.ipynb #920a39c1
 def whole_layer(layer, n:int):
     "A sliding-window layer's whole counterpart of `n` positions: a `StaticLayer`, or for a hybrid's layer (linear attention beside it) the hybrid full one."
     if isinstance(layer, transformers.cache_utils.LinearAttentionLayer):
         return transformers.cache_utils.LinearAttentionAndStaticFullAttentionLayer(n, number_of_states=layer.number_of_states)
     return transformers.StaticLayer(n)
 
+# %% ../nbs/11_transformers_runs.ipynb #9d934697
 def static_cache(model, max_cache_len:int,
                  encoder_len:int=0, # an encoder-decoder's: the length of the encoder's output
                 ):
@@ -93,6 +99,7 @@ def static_cache(model, max_cache_len:int,
     if not sliding: return None
     return transformers.EncoderDecoderCache(own, whole(encoder_len)[0]) if model.config.is_encoder_decoder else own
 
+# %% ../nbs/11_transformers_runs.ipynb #c8f73b95
 def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
                    reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
                   )->dict:
@@ -127,6 +134,7 @@ def run_dense(plan:dict, path:str, device:str, state:dict)->dict:
     res = generate_twice(model, prompt_inputs(tok, plan), plan, device, state, tok.pad_token_id or tok.eos_token_id)
     return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
+# %% ../nbs/11_transformers_runs.ipynb #71dac9b6
 def run_dense_ep(plan:dict, path:str, device:str, state:dict)->dict:
     "A mixture of experts sharded by experts across the ranks (plan['parallel'] == 'ep'); on one core, run_dense."
     return run_dense(plan, path, device, state)
@@ -139,6 +147,7 @@ def test_image():
     rgb = torch.stack([x[None, :].expand(64, 64), x[:, None].expand(64, 64), (255 - x)[None, :].expand(64, 64)], -1)
     return Image.fromarray(rgb.contiguous().numpy())
 
+# %% ../nbs/11_transformers_runs.ipynb #f804c761
 def run_multimodal(plan:dict, path:str, device:str, state:dict)->dict:
     "An image-text-to-text model: the prompt and an image as a user message, then compiled greedy generation."
     proc = transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False)
@@ -177,6 +186,7 @@ def encoder_inputs(tok, plan:dict)->dict:
     enc = tok(*args, padding="max_length", max_length=i["max_length"], truncation=True, return_tensors="pt")
     return dict(enc)
 
+# %% ../nbs/11_transformers_runs.ipynb #ad2892f9
 def run_encoder(plan:dict, path:str, device:str, state:dict)->dict:
     "A text encoder: one compiled forward pass (then a warm one), and the output the checks compare."
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
@@ -219,6 +229,7 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     except Exception as e:
         return {**r, "check": f"none (judge failed: {first_line(f'{type(e).__name__}: {e}', 160)}; {first_line(why, 80)})"}
 
+# %% ../nbs/11_transformers_runs.ipynb #85281623
 def check_encoder_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction for an encoder's forward pass."
     try:
@@ -232,5 +243,6 @@ def check_encoder_run(plan:dict, path:str, out:dict, cache_dir)->dict:
         return {"cpu_match": "", "english": "", "check": f"none (CPU reference failed: {first_line(f'{type(e).__name__}: {e}', 160)})",
                 "reference_cached": None, "ok": True, "prediction": f"output {list(out['output'].shape)}", "steps": []}
 
+# %% ../nbs/11_transformers_runs.ipynb #b2521f17
 CHECKS = {"run_dense": check_generation, "run_dense_ep": check_generation, "run_multimodal": check_generation,
           "run_seq2seq": check_generation, "run_encoder": check_encoder_run} # runner -> its check

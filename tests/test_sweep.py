@@ -361,7 +361,8 @@ def test_each_sweep_goes_further_down_the_list(tmp_path):
     ids = ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-bert-mlm", "neuron-support-demo/tiny-bert-ner",
            "neuron-support-demo/tiny-distilbert-sentiment", "neuron-support-demo/tiny-llama-gptq"]
     catalog, out, home = mini_catalog(tmp_path / "catalog", ids), tmp_path / "out", tmp_path / "hf"
-    with hub_server(catalog) as endpoint:
+    hub_log = tmp_path / "hub.log"
+    with hub_log.open("w") as log, hub_server(catalog, stderr=log, verbose=True) as endpoint:
         runs = []
         for max_runs in (2, 2, 2):
             before = run_times(out)
@@ -385,6 +386,9 @@ def test_each_sweep_goes_further_down_the_list(tmp_path):
         before = run_times(out)
         sweep_process(out, endpoint, home, 2)
         assert {m for m, t in run_times(out).items() if before.get(m) != t and m != "neuron-support-demo/tiny-llama-gptq"} == {changed}
+    # issue 28, item 5: each sweep listed the Hub, so none of its 5 runs asked again whether it answers (core.settle_hub's HEAD)
+    requests = hub_log.read_text().splitlines()
+    assert any(l.startswith("hub: GET /api/models") for l in requests) and not [l for l in requests if l.startswith("hub: HEAD /api/models")], requests[:20]
     table = read_table(table_path(out, PAIR)).set_index("model_id")
     assert table.loc["neuron-support-demo/tiny-llama-gptq", "result"] == "EXCLUDED"
     assert (table.drop(index="neuron-support-demo/tiny-llama-gptq").result == "PASS").all(), table[["result", "notes"]]
