@@ -38,9 +38,9 @@ def build(folder: Path, n_pairs: int, n_models: int, seed: int = 0) -> int:
         rows = []
         for rank, (i, r) in enumerate(zip(ids, res)):
             t = i % len(TASKS)
-            extra = {} if RESULTS[r] == "EXCLUDED" else dict(runner=RUNNERS[t], neuron_cores=int(2 ** (i % 5)),
+            extra = {} if list(RESULTS)[r] == "EXCLUDED" else dict(runner=RUNNERS[t], neuron_cores=int(2 ** (i % 5)),
                                                               hbm_peak_gb=float(i % 40), hbm_capacity_gb=24.0 * 2 ** (i % 5))
-            rows.append(synthetic_row(pool[i], RESULTS[r], pair, when, task=TASKS[t],
+            rows.append(synthetic_row(pool[i], list(RESULTS)[r], pair, when, task=TASKS[t],
                                       selection_rank=rank + 1 if rank < 100 else None, **extra))
         write_table(frame(rows), table_path(folder, pair))
     return n_pairs * n_models

@@ -33,7 +33,8 @@ from huggingface_hub import HfFileSystem, HfApi
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from .stack import UsageError, check_port
-from .publish import (RESULTS, PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
+from .facts import RESULTS
+from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, notebook_path, merge, empty_table, REPO, COLUMNS)
 
 # %% ../nbs/21_app.ipynb #70da224d
@@ -61,6 +62,7 @@ def pair_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
     return {str(p.relative_to(root))[:-len(".parquet")]: p for p in sorted(root.glob("*/*.parquet"))
             if PAIR.fullmatch(str(p.relative_to(root))[:-len(".parquet")])}
 
+# %% ../nbs/21_app.ipynb #2a3a2107
 def read_pair(path, # a local path, or a path in HfFileSystem
              )->pd.DataFrame: # the pair's table, checked against the schema
     "One pair's table."
@@ -69,6 +71,7 @@ def read_pair(path, # a local path, or a path in HfFileSystem
     try: return validate(df)
     except UsageError as e: raise UsageError(f"hf://{path}: {e}") from None
 
+# %% ../nbs/21_app.ipynb #6b01a1c1
 def load_tables(data:str, # a dataset folder or hf://datasets/ORG/NAME
                )->pd.DataFrame: # every pair's rows, with a `pair` column
     "All the dataset's tables as one frame."
@@ -94,6 +97,7 @@ def demo_rows(pair:str, # the pair the rows belong to
         rows.append(synthetic_row(m, r, pair, when, **extra))
     return rows
 
+# %% ../nbs/21_app.ipynb #79827b7a
 def demo_dataset(folder, # where to write the dataset (data/...)
                 )->Path: # the folder
     "A three-pair synthetic dataset for examples and tests."
@@ -116,10 +120,12 @@ def pair_order(df:pd.DataFrame)->list:
     last = df.groupby("pair").tested_at.max()
     return sorted(last.index, key=lambda p: (last[p], p))
 
+# %% ../nbs/21_app.ipynb #814d31e8
 def gb(x)->str:
     "A memory figure as text, empty when unknown."
     return "" if pd.isna(x) else f"{x:.1f}"
 
+# %% ../nbs/21_app.ipynb #870d6796
 def display_columns(df:pd.DataFrame)->pd.DataFrame:
     "The text columns the tables show, computed once."
     cores = df.neuron_cores.astype("string").fillna("")
@@ -135,6 +141,7 @@ def plural(n:int, # how many
     "A count and its noun, singular when it is one."
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
+# %% ../nbs/21_app.ipynb #cb33444b
 def rows_from(df:pd.DataFrame)->str:
     "The devices (with their backends) the rows were run on, in words: `cpu (aot_eager)`, `neuron`."
     found = df[["device", "backend"]].fillna("").drop_duplicates().sort_values(["device", "backend"])
@@ -231,6 +238,7 @@ def view_table(self:Results, rows:np.ndarray, # view_rows' answer
     t.insert(0, *first)
     return t
 
+# %% ../nbs/21_app.ipynb #0ad67e72
 def view_summary(rows, limit:int=LIMIT, models:int|None=None, # how many distinct models the rows hold, if not one a row
                 )->str:
     "How many models a view holds (as rows of fewer models, where one is there once per library), and how many are shown."
@@ -251,6 +259,7 @@ def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
                     rows[m.id] = (m.downloads, m.trending_score)
     return pd.DataFrame([(m, d, t) for m, (d, t) in rows.items()], columns=["model_id", "downloads", "trending_score"])
 
+# %% ../nbs/21_app.ipynb #bd1aa3f1
 def popularity_or_none(tasks:list, libraries:list=("transformers",))->pd.DataFrame|None:
     "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer."
     try: return hub_popularity(tasks, libraries=libraries)
@@ -270,6 +279,7 @@ def changes_of(results:list)->list:
         if now is not None: before = now
     return out
 
+# %% ../nbs/21_app.ipynb #5434b6b5
 @patch
 def history(self:Results, model_id:str)->pd.DataFrame:
     "The model's result on every pair, oldest first, with when it started or stopped passing (within each library)."
@@ -305,20 +315,24 @@ def model_row(self:Results, model_id:str, pair:str|None=None)->pd.Series|None:
     if pair: ix = ix[self.col["pair"][ix] == pair]
     return self.df.iloc[ix[-1]] if len(ix) else None
 
+# %% ../nbs/21_app.ipynb #a618d143
 def text_of(value)->str:
     "A text cell's value; empty for a missing one (NaN, None)."
     return value if isinstance(value, str) else ""
 
+# %% ../nbs/21_app.ipynb #f3b3eb97
 def check_text(row:pd.Series)->str:
     "The output check's verdict, in words."
     if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}"
     if text_of(row.english): return f"english (judge): {row.english}"
     return "no output check" if row.result != "EXCLUDED" else "not run"
 
+# %% ../nbs/21_app.ipynb #f01aea92
 def hub_url()->str:
     "The Hub the data comes from: `HF_ENDPOINT` when set, else huggingface.co."
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
 
+# %% ../nbs/21_app.ipynb #5e5284e4
 def notebook_url(source:str, notebook, # the row's `notebook`: a path in the dataset
                  raw:bool=False, # the file itself, to download, instead of the page that shows it
                 )->str|None:
@@ -328,12 +342,14 @@ def notebook_url(source:str, notebook, # the row's `notebook`: a path in the dat
     if not (Path(source) / notebook).is_file(): return None
     return f"/files/{quote(notebook)}" if raw else "/notebook?" + urlencode({"path": notebook})
 
+# %% ../nbs/21_app.ipynb #05f204ab
 def cpu_eager_text(row:pd.Series)->str:
     "Whose failure a FAIL is, in words, from `cpu_eager`; empty where it was not asked."
     c = text_of(row.cpu_eager)
     if not c: return ""
     return "runs: the failure is the device's or the compiler's" if c == "ok" else f"fails too, so the failure is the model's, transformers' or the settings': {c}"
 
+# %% ../nbs/21_app.ipynb #27a1d402
 def graph_breaks_text(row:pd.Series)->str:
     "How many graph breaks the run compiled with, and the first; empty when the graph was whole or nothing compiled."
     n = row.graph_breaks
@@ -353,12 +369,11 @@ def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
     return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in PICTURES)
 
 # %% ../nbs/21_app.ipynb #a7c1d007
-CLOSENESS = re.compile(r"PSNR\b.*")
-
 def run_folder(pair:str, model_id:str)->str:
     "The folder of a model's run on a pair, in the dataset: its notebook and its pictures."
     return notebook_path(pair, model_id).rsplit("/", 1)[0]
 
+# %% ../nbs/21_app.ipynb #3c202fb0
 @patch
 def picture_url(self:Results, pair:str, model_id:str, name:str, # one of PICTURES
                )->str|None: # its address, None when the run left no such picture
@@ -366,11 +381,15 @@ def picture_url(self:Results, pair:str, model_id:str, name:str, # one of PICTURE
     path = f"{run_folder(pair, model_id)}/{name}"
     return notebook_url(self.source, path, raw=True) if path in self.pictures else None
 
+# %% ../nbs/21_app.ipynb #131a83dc
 @patch
 def pictures_of(self:Results, pair:str, model_id:str)->list: # [(caption, address)], the device's first
     "The pictures a model's run on a pair left beside its notebook, the device's captioned with what drew it (`neuron`, `cpu (aot_eager)`)."
     device = rows_from(self.df.iloc[self.by_pair[pair]]) if pair in self.by_pair else "device"
     return [(caption.format(device=device), url) for name, caption in PICTURES.items() if (url := self.picture_url(pair, model_id, name))]
+
+# %% ../nbs/21_app.ipynb #c7bf13aa
+CLOSENESS = re.compile(r"PSNR\b.*")
 
 def closeness_of(notes)->str:
     "The closeness figure in a text-to-image run's notes (`PSNR 45.7 dB with fp32 ...`); empty when there is none."
@@ -380,14 +399,17 @@ def closeness_of(notes)->str:
 TITLE = "torch-neuronx model support"
 SAFE_URL = re.compile(r"(https?://|/files/|/notebook\?)[^\s\"'<>]*")
 
+# %% ../nbs/21_app.ipynb #fd234065
 def result_class(result:str)->str:
     "The CSS class that colours a result: `r-PASS`, `r-FAIL` (every failure class) or `r-EXCLUDED` (the colours are in style.css)."
     return "r-" + result.split("(")[0]
 
+# %% ../nbs/21_app.ipynb #bad1612a
 def safe_url(url)->bool:
     "Whether an address may be a link: `https:`, `http:` or a file the app serves, without a quote, a space or a bracket."
     return isinstance(url, str) and SAFE_URL.fullmatch(url) is not None
 
+# %% ../nbs/21_app.ipynb #122842b4
 PAGES = Environment(loader=PackageLoader("neuron_support", "templates"), autoescape=select_autoescape(), undefined=StrictUndefined,
                     trim_blocks=True, lstrip_blocks=True)
 PAGES.globals.update(title=TITLE, result_class=result_class, plural=plural, zip=zip)
@@ -420,6 +442,7 @@ def diff_of(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.Da
     table = lambda p: self.df.iloc[self.by_pair[p]][COLUMNS]
     return diff(table(pair_a), table(pair_b), device_only).astype(object).fillna("").astype(str).rename(columns=DIFF_NAMES)
 
+# %% ../nbs/21_app.ipynb #575aec6a
 @patch
 def pair_diff(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
     "The diff between two pairs, computed once per pair of pairs (and view)."
@@ -433,6 +456,7 @@ def across_libraries(self:Results, pair_a:str, pair_b:str)->bool:
     "Whether two pairs of the dataset are of different libraries: their diff would compare libraries, not compilers."
     return pair_a in self.library_of and pair_b in self.library_of and self.library_of[pair_a] != self.library_of[pair_b]
 
+# %% ../nbs/21_app.ipynb #68dba816
 @patch
 def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str:
     "The sentence above the Regressions table, when it is empty for a reason: one pair only, the same pair twice, two libraries, or no change."
@@ -441,12 +465,14 @@ def diff_note(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->str
                   libraries=[self.library_of.get(p) for p in (pair_a, pair_b)],
                   changed=pair_a != pair_b and not across and len(self.pair_diff(pair_a, pair_b, device_only)) > 0)
 
+# %% ../nbs/21_app.ipynb #4abfadfd
 @patch
 def regressions(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->tuple: # (table, sentence)
     "What the Regressions tab shows for two pairs: no table for pairs of two libraries."
     table = pd.DataFrame(columns=list(DIFF_NAMES.values())) if self.across_libraries(pair_a, pair_b) else self.pair_diff(pair_a, pair_b, device_only)
     return table, self.diff_note(pair_a, pair_b, device_only)
 
+# %% ../nbs/21_app.ipynb #5d7f17ea
 @patch
 def diff_start(self:Results)->tuple: # (From, To)
     "The pairs the Regressions tab opens on: the newest two of one library (the newest pair's, else the next one tested that has two), else the newest pair twice."
@@ -485,8 +511,7 @@ def cache_by_pair(self:Results)->pd.DataFrame: # one row per pair, newest first
     return t.assign(**{"hit rate": rate}).reset_index().rename(columns={"runs": "runs that can tell"}).astype(str)
 
 # %% ../nbs/21_app.ipynb #eb9ca725
-COLOURS = {"PASS": "#16a34a", "FAIL(load)": "#7f1d1d", "FAIL(gen)": "#dc2626", "FAIL(forward)": "#f97316",
-           "FAIL(output)": "#facc15", "FAIL(other)": "#a855f7", "EXCLUDED": "#9ca3af"}
+COLOURS = dict(zip(RESULTS, ("#16a34a", "#7f1d1d", "#dc2626", "#f97316", "#facc15", "#a855f7", "#9ca3af"), strict=True)) # each result's colour, in RESULTS' order
 
 @patch
 def results_by_pair(self:Results, last:int=30)->Figure:
@@ -502,6 +527,7 @@ def results_by_pair(self:Results, last:int=30)->Figure:
     fig.legend(loc="outside right upper", fontsize=8)
     return fig
 
+# %% ../nbs/21_app.ipynb #d588ee38
 @patch
 def passing_resources(self:Results)->Figure:
     "The newest pair's passing models: how many per NeuronCore count, and their peak memory against capacity."
@@ -521,6 +547,7 @@ def passing_resources(self:Results)->Figure:
     for t in fig.texts: t.set_parse_math(False)
     return fig
 
+# %% ../nbs/21_app.ipynb #17e00db8
 @patch
 def charts(self:Results)->tuple:
     "Both charts, drawn on the first call and kept."
@@ -535,6 +562,7 @@ def model_link(model_id:str, pair:str|None=None)->str:
 # %% ../nbs/21_app.ipynb #8b94a61d
 def choices(values)->list: return [ALL, *values]
 
+# %% ../nbs/21_app.ipynb #00b998ee
 @patch
 def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filtered
                   task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
@@ -546,21 +574,24 @@ def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filter
                 left_out=len(set(self.col["model_id"][every]) - set(self.col["model_id"][rows])),
                 every="/?" + urlencode(dict(view="Downloads", task=task, runner=runner, result=result, pair=pair, q=q, library=library)))
 
+# %% ../nbs/21_app.ipynb #7dd58a3f
 @patch
 def section_of(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
     "The values of `models_section.html` for one view, filtered: the count, the count by result, what the first view shows, the table and each model's address."
     rows = self.view_rows(view, task, runner, result, pair, q, library)
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
-    return dict(summary=view_summary(rows, models=len(set(self.col["model_id"][rows]))), split=sorted(zip(found, map(int, n)), key=lambda x: RESULTS.index(x[0])),
+    return dict(summary=view_summary(rows, models=len(set(self.col["model_id"][rows]))), split=sorted(zip(found, map(int, n)), key=lambda x: list(RESULTS).index(x[0])),
                 about=self.overview_note(rows, task, runner, result, pair, q, library) if view == OVERVIEW else None,
                 table=t, links=[model_link(m) for m in t.model])
 
+# %% ../nbs/21_app.ipynb #11f329f0
 @patch
 def models_section(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The count and the table of one view, filtered: what the page shows and what `/models` answers."
     return render("models_section.html", **self.section_of(view, task, runner, result, pair, q, library))
 
+# %% ../nbs/21_app.ipynb #8ce90a07
 @patch
 def models_page(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->str:
     "The first page: the views, filters and search, and the table."
@@ -605,12 +636,14 @@ def clean_notebook_html(html:str)->str:
     return bleach.clean(DROPPED.sub("", str(html)), tags=[*bleach.ALLOWED_TAGS, "div", "pre", "code", "span", "table", "tr", "td", *NOTEBOOK_TAGS],
                         attributes={**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"]}, css_sanitizer=_get_default_css_sanitizer())
 
+# %% ../nbs/21_app.ipynb #2b8b23a4
 @cache
 def notebook_exporter()->"nbconvert.HTMLExporter":
     "nbconvert's HTML exporter: the cells alone (`basic`), sanitized; built once."
     from nbconvert import HTMLExporter
     return HTMLExporter(template_name="basic", sanitize_html=True, filters={"clean_html": clean_notebook_html})
 
+# %% ../nbs/21_app.ipynb #a0621cba
 def notebook_html(text:str)->Markup|None: # the cells as HTML, safe to put in a page; None if it is not a notebook
     "An executed notebook's JSON as sanitized HTML."
     import nbformat
@@ -626,6 +659,7 @@ def run_file(self:Results, path:str)->Path|None:
     f = (Path(self.source) / path).resolve()
     return f if f.is_relative_to((Path(self.source) / "runs").resolve()) and f.is_file() else None
 
+# %% ../nbs/21_app.ipynb #ee010ee0
 @patch
 def notebook_page(self:Results, path:str)->tuple: # (status, html)
     "An executed notebook of the dataset as a page, and 404 when there is no such notebook; without nbconvert, a page that says so."
@@ -641,6 +675,7 @@ def pictures_start(self:Results)->str:
     "The pair the Pictures tab opens on: the newest whose runs left pictures, else the newest."
     return next((p for p in reversed(self.pairs) if any(f.startswith(f"runs/{p}/") for f in self.pictures)), self.newest)
 
+# %% ../nbs/21_app.ipynb #10ce0a84
 @patch
 def picture_grid(self:Results, pair:str)->str: # the Pictures tab's HTML
     "Each model's device picture on a pair, captioned with its id and result, each opening its page."
@@ -658,6 +693,7 @@ def quiet_gradio():
     import gradio as gr
     return gr
 
+# %% ../nbs/21_app.ipynb #6dc04993
 TABS = ("diff", "failures", "charts", "pictures")
 
 @patch
@@ -778,6 +814,7 @@ def wants_popularity(data:str, popularity:bool|None=None)->bool:
     "Whether to ask the Hub for popularity: as told, else when the data comes from a Hub or `HF_ENDPOINT` names one."
     return popularity if popularity is not None else hub_repo(data) is not None or bool(os.environ.get("HF_ENDPOINT"))
 
+# %% ../nbs/21_app.ipynb #ad07e625
 def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME
                  popularity:bool|None=None, # ask the Hub for downloads and trending scores (None: see wants_popularity)
                 )->Results:
@@ -786,6 +823,7 @@ def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/
     pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
     return Results(df, pop, source=str(data), pictures=picture_files(data))
 
+# %% ../nbs/21_app.ipynb #85089ee2
 def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME
               port:int|None=None, # default: GRADIO_SERVER_PORT, else 7860
               host:str|None=None, # default: GRADIO_SERVER_NAME, else 127.0.0.1

@@ -35,6 +35,7 @@ def near_tie(logprobs_row, # the CPU's log-probabilities over the vocabulary at 
 # %% ../nbs/09_checks.ipynb #16f3c590
 REFERENCE_FORMAT = 1
 
+# %% ../nbs/09_checks.ipynb #73c94d63
 def fingerprint(value, # a key: dicts, lists, numbers, strings and tensors
                ): # the same key as plain JSON values, each tensor replaced by its dtype, shape and SHA-256
     "A JSON-able form of `value` in which a tensor is known by the hash of its bytes."
@@ -48,6 +49,7 @@ def fingerprint(value, # a key: dicts, lists, numbers, strings and tensors
         if isinstance(value, kind): return kind(value)
     return None if value is None else str(value)
 
+# %% ../nbs/09_checks.ipynb #de5cea2f
 def reference_file(cache_dir, # the cache folder, or None for no cache
                    key:dict, # everything that determines the reference, already through `fingerprint`
                    kind:str, # "generation" or "encoder"
@@ -70,6 +72,7 @@ def save_reference(path:Path, # the cache file
     finally:
         if tmp.exists(): tmp.unlink()
 
+# %% ../nbs/09_checks.ipynb #b2fe8542
 def load_reference(path:Path|None, # the cache file, or None
                    key:dict, # the key the file must have been made for
                   )->dict|None: # the cached value, or None when there is none to use
@@ -118,6 +121,7 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
     del model, out; gc.collect()
     return seq[:len(logprobs)].tolist(), logprobs
 
+# %% ../nbs/09_checks.ipynb #b1d0ff88
 def generation_reference(model_path:str, # a local folder or a Hub id
                          input_ids:list, # the prompt's ids, as the device run got them
                          max_new_tokens:int, # as in the device run
@@ -148,10 +152,12 @@ def first_difference(cpu_tokens:list, dev_tokens:list)->int|None: # 0-based inde
         if c != d: return i
     return None if len(cpu_tokens) == len(dev_tokens) else min(len(cpu_tokens), len(dev_tokens))
 
+# %% ../nbs/09_checks.ipynb #b85e0438
 def quoted(text:str, limit:int=40)->str:
     "`text` cut to `limit` characters and quoted as a JSON string."
     return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
 
+# %% ../nbs/09_checks.ipynb #2a3691f7
 def generation_steps(cpu_tokens:list, dev_tokens:list, logprobs, tokenizer, first:int|None)->list: # one dict per step
     "Per step: both tokens' texts, the gap under the CPU's distribution up to the first difference, the CPU's top-2 margin."
     rows = []
@@ -165,6 +171,7 @@ def generation_steps(cpu_tokens:list, dev_tokens:list, logprobs, tokenizer, firs
                      "gap": gap, "margin": None if top2 is None else float(top2[0] - top2[1])})
     return rows
 
+# %% ../nbs/09_checks.ipynb #c0ed9023
 def compare_generation(cpu:dict, # `generation_reference`'s result
                        dev_tokens:list, # the device's new tokens
                        tokenizer, # the checkpoint's tokenizer, to show texts
@@ -189,6 +196,7 @@ JUDGE_STRETCH_TOKENS = 12 # the length of the stretch whose mean NLL is held to 
 JUDGE_MAX_STRETCH_NLL = 10.0 # nats per token: English costs at most 8 over any stretch, random tokens 12 or more
 JUDGE_MAX_WORDS = 200 # only the first words are judged
 
+# %% ../nbs/09_checks.ipynb #4b2c9983
 def load_judge(judge_path:str=JUDGE_MODEL, # a local folder or a Hub id
               )->tuple: # (tokenizer, model)
     "The judge model, in fp32 on the CPU."
@@ -196,6 +204,7 @@ def load_judge(judge_path:str=JUDGE_MODEL, # a local folder or a Hub id
     model = transformers.AutoModelForCausalLM.from_pretrained(judge_path, dtype=torch.float32, trust_remote_code=False).eval()
     return tok, model
 
+# %% ../nbs/09_checks.ipynb #a0f9c41f
 def token_nlls(text:str, judge:tuple)->list: # each token's negative log-likelihood, in nats
     "How unlikely each token of `text` is under the judge, from the start of a document."
     tok, model = judge
@@ -205,6 +214,7 @@ def token_nlls(text:str, judge:tuple)->list: # each token's negative log-likelih
     with torch.no_grad(): lp = model(seq).logits[0, :-1].float().log_softmax(-1)
     return (-lp.gather(-1, seq[0, 1:, None]))[:, 0].tolist()
 
+# %% ../nbs/09_checks.ipynb #616aa25f
 def worst_stretch(nlls:list, # each token's NLL, from `token_nlls`
                   size:int=JUDGE_STRETCH_TOKENS, # tokens in a stretch
                  )->float: # nats per token
@@ -213,17 +223,20 @@ def worst_stretch(nlls:list, # each token's NLL, from `token_nlls`
     size = min(size, len(rest))
     return max(sum(rest[i:i + size]) / size for i in range(len(rest) - size + 1))
 
+# %% ../nbs/09_checks.ipynb #928863a6
 def tokens_per_word(text:str, tok)->float: # 0.0 for a text without letters
     "How many pieces the judge's tokenizer cuts the text's words (runs of letters) into, on average."
     words = re.findall(r"[^\W\d_]+", text)
     return sum(map(len, tok([" " + w for w in words], add_special_tokens=False)["input_ids"])) / len(words) if words else 0.0
 
+# %% ../nbs/09_checks.ipynb #af690d3c
 def repetition(text:str)->float: # 0 (no repeated bigram) to 1
     "The share of the text's word bigrams that already occurred earlier in it."
     words = re.findall(r"\w+|[^\w\s]", text.lower())
     bigrams = list(zip(words, words[1:]))
     return sum(b in set(bigrams[:i]) for i, b in enumerate(bigrams)) / len(bigrams) if bigrams else 0.0
 
+# %% ../nbs/09_checks.ipynb #dee80b75
 def judge_reasons(m:dict, # the measures of `judge_english`
                  )->list: # why the text is not fluent English; empty when it is
     "Each measure beyond its threshold, said in words."
@@ -232,6 +245,7 @@ def judge_reasons(m:dict, # the measures of `judge_english`
             + [f"{m['tokens_per_word']:.2f} tokens per word > {JUDGE_MAX_TOKENS_PER_WORD}"] * (m["tokens_per_word"] > JUDGE_MAX_TOKENS_PER_WORD)
             + [f"worst stretch {m['worst_stretch']:.1f} nats/token > {JUDGE_MAX_STRETCH_NLL}"] * (m["worst_stretch"] > JUDGE_MAX_STRETCH_NLL))
 
+# %% ../nbs/09_checks.ipynb #baa36aa8
 def judge_english(text:str, # the generated text
                   judge_path:str=JUDGE_MODEL, # the judge model: a local folder or a Hub id
                   judge:tuple|None=None, # an already loaded `load_judge(judge_path)`, to judge many texts
@@ -295,6 +309,7 @@ COSINE_MIN = 0.99
 SCORE_MAX_DISTANCE = 1.0
 BF16_DRIFT_FACTOR = 2.0
 
+# %% ../nbs/09_checks.ipynb #6670441b
 def prediction_rows(task_kind:str, out:torch.Tensor, attention_mask=None)->tuple: # ([P, C] logits, [P] token positions)
     "The rows over which one prediction each is made, padding left out, and each row's token position (0-based, -1 for none)."
     real = None if attention_mask is None else torch.as_tensor(attention_mask).reshape(-1).bool()
@@ -306,6 +321,7 @@ def prediction_rows(task_kind:str, out:torch.Tensor, attention_mask=None)->tuple
         return out[real], real.nonzero().reshape(-1)
     return out, torch.full((out.shape[0],), -1)
 
+# %% ../nbs/09_checks.ipynb #06d65753
 def compare_predictions(lp32:torch.Tensor, p32, p16, pdev, threshold:float=NEAR_TIE_NATS)->tuple: # (verdict "Y"/"~"/"N", index, gap)
     "Each device prediction must be fp32's, bf16's, or a near-tie under fp32's distribution."
     worst = ("Y", None, 0.0)
@@ -322,6 +338,7 @@ def label_name(id2label:dict|None, i:int)->str:
     id2label = id2label or {}
     return str(id2label.get(i, id2label.get(str(i), i)))
 
+# %% ../nbs/09_checks.ipynb #32c406c5
 def describe_prediction(task_kind:str, out:torch.Tensor, positions, input_ids=None, tokenizer=None, id2label=None)->str:
     "The device's prediction as a short text: masked words, non-O labels, the class, the answer, or the score."
     ids = torch.as_tensor(input_ids).reshape(-1) if input_ids is not None else None
@@ -355,6 +372,7 @@ def check_hidden_states(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor
     return {"ok": False, "cpu_match": f"N first differs at token {k}: cosine {float(cos[i]):.4f} with fp32 vs {float(cos16[i]):.4f} for bf16 CPU",
             "prediction": prediction}
 
+# %% ../nbs/09_checks.ipynb #a1ebf5d3
 def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
     "A single-output head: within SCORE_MAX_DISTANCE of fp32's score, or within twice bf16's distance to it."
     v32, v16, vdev = (float(t.reshape(-1)[0]) for t in (ref32, ref16, dev))
@@ -363,6 +381,7 @@ def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
     if d <= allowed: return {"ok": True, "cpu_match": "Y", "prediction": f"score {vdev:.3f}"}
     return {"ok": False, "cpu_match": f"N score {vdev:.3f} vs {v32:.3f} (distance {d:.3f} > {allowed:.3f})", "prediction": f"score {vdev:.3f}"}
 
+# %% ../nbs/09_checks.ipynb #10ad5ea0
 def check_encoder(task_kind:str, # one of TASK_KINDS
                   ref32, # `encoder_reference(...)["fp32"]`
                   ref16, # `encoder_reference(...)["bf16"]`

@@ -23,7 +23,7 @@ import torch.multiprocessing
 import transformers
 import huggingface_hub
 from huggingface_hub import list_repo_files, snapshot_download
-from .facts import SKIP_FILES, PICKLE_FILES, ignored_files
+from .facts import SKIP_FILES, PICKLE_FILES, ignored_files, failure, HUB_STATE
 from .processes import RUN_TAG, kill_run, run_tag, die_with_parent, first_line
 
 # %% ../nbs/08_core.ipynb #55dce79d
@@ -54,6 +54,7 @@ def distributed_config(plan:dict):
     if plan["parallel"] == "ep": return transformers.DistributedConfig(tp_size=n, ep_size=n, tp_plan={"lm_head": "replicate"})
     return transformers.DistributedConfig(tp_size=n)
 
+# %% ../nbs/08_core.ipynb #8d5c7eaa
 def load_model(cls, path:str, plan:dict, device:str):
     "from_pretrained in bf16, sharded over the ranks or moved to this rank's device."
     kw = {"dtype": torch.bfloat16, "trust_remote_code": False}
@@ -80,11 +81,13 @@ def plain(x):
     if not torch.is_tensor(x) or x.stride() == torch.empty(x.shape, device="meta").stride(): return x
     return x.clone(memory_format=torch.contiguous_format)
 
+# %% ../nbs/08_core.ipynb #e365c9b5
 def compiled(fn, plan:dict):
     "`fn` compiled with the stack's backend and static shapes, whole (`fullgraph`) unless the plan allows graph breaks; `fn` itself in an eager run."
     if plan.get("eager"): return fn
     return torch.compile(fn, backend=plan["backend"], fullgraph=plan.get("fullgraph", True), dynamic=False)
 
+# %% ../nbs/08_core.ipynb #51058e9a
 def compile_forward(model, plan:dict):
     "Replace the model's forward by its compiled version (`compiled`), called with plain tensors."
     compiled_ = compiled(model.forward, plan)
@@ -93,6 +96,7 @@ def compile_forward(model, plan:dict):
     model.forward = forward
     return model
 
+# %% ../nbs/08_core.ipynb #f8ced748
 def compile_run(model, plan:dict, state:dict, phase:str)->int|None: # the NEFF cache's entries before compiling (on Neuron), else None
     "Damage the weights if the test hook asks, compile the forward, and enter the phase whose failure the row will name."
     perturb_weights(model, plan.get("perturb", ""))
@@ -101,6 +105,7 @@ def compile_run(model, plan:dict, state:dict, phase:str)->int|None: # the NEFF c
     state["phase"] = phase
     return before
 
+# %% ../nbs/08_core.ipynb #55b7573b
 def compiled_graphs(backend:str, # the compile backend
                     cache_before:int|None=None, # compile_cache_entries() before the run's compilation
                    )->tuple: # (graphs compiled in this process, how many of them the compile cache held, or None where unknown)
@@ -111,6 +116,7 @@ def compiled_graphs(backend:str, # the compile backend
     if backend == "neuron" and cache_before is not None: return graphs, max(graphs - (compile_cache_entries() - cache_before), 0)
     return graphs, None
 
+# %% ../nbs/08_core.ipynb #d05b886f
 DYNAMO_REFUSALS = ("Unsupported", "UserError", "GuardOnDataDependentSymNode", "PendingUnbackedSymbolNotFound",
                    "DataDependentOutputException") # what dynamo raises when it cannot trace one whole graph (the last two inside its internal error)
 
@@ -124,21 +130,25 @@ def graph_break_reason(e:BaseException)->str|None: # "file:line: what dynamo sai
     where = f"{re.sub(r'.*/(site|dist)-packages/', '', at[0])}:{at[1]}: " if at else ""
     return where + first_line(str(e), 160)
 
+# %% ../nbs/08_core.ipynb #afb6bef8
 def graph_breaks()->int:
     "How many distinct places dynamo broke the graph at in this process (with graph breaks allowed): each is a reason of its own."
     from torch._dynamo.utils import counters
     return len(set(counters["unimplemented"]) | set(counters["graph_break"]))  # a break is counted in one or the other
 
+# %% ../nbs/08_core.ipynb #c076532d
 def compile_cache_entries()->int:
     "How many compiled graphs the NEFF cache holds ($TORCH_NEURONX_NEFF_CACHE_DIR, default /tmp/neff_cache)."
     root = Path(os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR") or "/tmp/neff_cache")
     return sum(1 for _ in root.rglob("*.neff")) if root.is_dir() else 0
 
+# %% ../nbs/08_core.ipynb #219bac79
 def synchronize(device:str):
     "Wait for the device to finish its queued work, so that timings are true."
     if device.startswith("cuda"): torch.cuda.synchronize()
     elif device == "neuron": torch.neuron.synchronize()
 
+# %% ../nbs/08_core.ipynb #980e11f3
 def peak_memory_gb(device:str)->float:
     "Peak memory of this rank, GiB: the device allocator's peak of tensors (not the compiled code, scratchpad or DMA rings), or on the CPU the process's peak resident set."
     synchronize(device)
@@ -146,12 +156,14 @@ def peak_memory_gb(device:str)->float:
     if device == "neuron": return torch.neuron.max_memory_allocated() / 2**30
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
+# %% ../nbs/08_core.ipynb #7535cb7c
 def reserved_memory_gb(device:str)->float|None:
     "Peak memory the device's allocator reserved, GiB, where the device says (CUDA, and TorchNeuron if it has the call); else None."
     if device.startswith("cuda"): return torch.cuda.max_memory_reserved() / 2**30
     if device == "neuron" and hasattr(torch.neuron, "max_memory_reserved"): return torch.neuron.max_memory_reserved() / 2**30
     return None
 
+# %% ../nbs/08_core.ipynb #700690c1
 def timed(fn, device:str)->tuple: # (value, seconds)
     "Call fn(), and time it up to the device's completion."
     start = time.perf_counter()
@@ -188,10 +200,12 @@ def free_port()->int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
+# %% ../nbs/08_core.ipynb #0d0fc52a
 def say(text:str):
     "One line of a run's progress, on stderr: run.py's stdout ends with its outcome, as JSON."
     print(f"[run] {text}", file=sys.stderr, flush=True)
 
+# %% ../nbs/08_core.ipynb #34a4e0ca
 def run_summary(out:dict)->str:
     "What a rank's run did, in a line: compilation and generation, or the forward pass."
     compiled = f"compiled {out.get('graphs')} graph(s) in {out['compile_s']:.1f} s"
@@ -200,17 +214,20 @@ def run_summary(out:dict)->str:
     speed = f", {out['tokens_per_s']:.1f} tokens/s warm" if out.get("tokens_per_s") else ""
     return f"generated {len(out['tokens'])} tokens: {compiled}{speed}"
 
+# %% ../nbs/08_core.ipynb #077e0acf
 def rank_context(plan:dict):
     "How the ranks start: forked when the plan says so (`main` does) and no accelerator runtime is initialised here, else spawned."
     fork = plan.get("rank_start") == "fork" and sys.platform == "linux" and not torch.cuda.is_initialized()
     return torch.multiprocessing.get_context("fork" if fork else "spawn")
 
+# %% ../nbs/08_core.ipynb #55c18306
 def end_ranks(procs:list, tag:str):
     "Kill what is left of a launch: the processes its ranks started (by the tag) and the ranks themselves."
     kill_run(tag)
     for p in procs:
         if p.is_alive(): p.kill()   # a forked rank's /proc environ is run.py's own, so the tag alone may miss it
 
+# %% ../nbs/08_core.ipynb #0de8c5b9
 def launch_ranks(plan:dict, path:str, runner, time_limit:float)->dict: # {"ranks": [...], "failure": str, "wall_s": float}
     "Run one process per core, collect what each sends, and enforce the time limit."
     ctx, port, start, tag = rank_context(plan), free_port(), time.time(), run_tag()
@@ -237,6 +254,7 @@ def launch_ranks(plan:dict, path:str, runner, time_limit:float)->dict: # {"ranks
     for p in procs: p.join(5)
     return {"ranks": results, "failure": failure, "wall_s": time.time() - start}
 
+# %% ../nbs/08_core.ipynb #5c3697a7
 def describe_exit(p)->str:
     "How a rank process ended, in words."
     p.join(5)
@@ -248,9 +266,9 @@ def describe_exit(p)->str:
 # %% ../nbs/08_core.ipynb #581f7178
 def result_class(launch:dict)->tuple: # (result, failing rank's output or None)
     "The card's result class from what the ranks sent: the first rank that failed decides."
-    if launch["failure"]: return "FAIL(other)", None
+    if launch["failure"]: return failure("other"), None
     for out in launch["ranks"]:
-        if out["phase"] != "done": return {"load": "FAIL(load)", "gen": "FAIL(gen)", "forward": "FAIL(forward)"}.get(out["phase"], "FAIL(other)"), out
+        if out["phase"] != "done": return failure(out["phase"]), out
     return "PASS", None
 
 # %% ../nbs/08_core.ipynb #865cd53b
@@ -258,15 +276,18 @@ IMPORT_NAMES = {"pil": "pillow", "cv2": "opencv-python", "sklearn": "scikit-lear
                 "google-protobuf": "protobuf"} # import names that differ from their pip names (each still has to be in a library's table)
 DEPENDENCY_TABLES = ("transformers.dependency_versions_table", "diffusers.dependency_versions_table") # where the libraries list their optional packages
 
+# %% ../nbs/08_core.ipynb #f959147b
 def importable(name:str)->bool:
     "Whether a module can be imported here, without importing it."
     try: return importlib.util.find_spec(name) is not None
     except (ModuleNotFoundError, ValueError): return False
 
+# %% ../nbs/08_core.ipynb #3cf550eb
 def normalized(name:str)->str:
     "A package name as pip compares them (PEP 503): lower case, runs of `-`, `_`, `.` as one `-`."
     return re.sub(r"[-_.]+", "-", name).lower()
 
+# %% ../nbs/08_core.ipynb #4a69a023
 @functools.lru_cache(maxsize=None)
 def optional_dependencies()->dict: # {normalized name: pip name}
     "The packages the installed libraries name as their own dependencies, by the libraries' own tables."
@@ -278,11 +299,13 @@ def optional_dependencies()->dict: # {normalized name: pip name}
             names[normalized(name)] = name
     return names
 
+# %% ../nbs/08_core.ipynb #8456ff2b
 def installed(name:str)->bool:
     "Whether a distribution of that pip name is installed here."
     try: importlib.metadata.version(name); return True
     except importlib.metadata.PackageNotFoundError: return False
 
+# %% ../nbs/08_core.ipynb #d29519e1
 def missing_packages(message:str)->list: # pip names from the libraries' tables, sorted
     "The packages an error asks for (`pip install X`, 'requires the X library'), kept only where a library's table names them and they are not installed."
     words = set()
@@ -317,6 +340,7 @@ def available_memory_bytes()->int:
     except OSError: pass
     return 0
 
+# %% ../nbs/08_core.ipynb #6d61b878
 def reference_key(plan:dict)->dict:
     "What determines a CPU reference besides its inputs: the checkpoint and the software."
     return {"model_id": plan["model_id"], "revision": plan["revision"], "torch": torch.__version__.split("+")[0],
@@ -326,8 +350,9 @@ def reference_key(plan:dict)->dict:
 SETTINGS = {"card": "the card's settings", "one prefill": "a static cache, the prompt in one prefill"} # a generation's settings, the card's first, then the closest that keep every shape fixed
 
 # %% ../nbs/08_core.ipynb #615203a1
-LAUNCH_FAILS = ("FAIL(load)", "FAIL(gen)", "FAIL(forward)") # the failures a launch can have that the CPU can repeat
+LAUNCH_FAILS = tuple(map(failure, ("load", "gen", "forward"))) # the failures a launch can have that the CPU can repeat
 
+# %% ../nbs/08_core.ipynb #0ff97594
 def attempt(plan:dict, path:str,
             runner, # the library's runner of the plan
             deadline:float, # time.time() by which the run must be over
@@ -340,6 +365,7 @@ def attempt(plan:dict, path:str,
     result, failed = result_class(launch)
     return {**launch, "plan": p, "result": result, "failed": failed or {}}
 
+# %% ../nbs/08_core.ipynb #47841430
 def device_attempt(plan:dict, path:str, runner, deadline:float)->dict: # attempt's result, with "graph_break": the first break's reason or None
     "The run on the device, compiled whole; when dynamo cannot trace one whole graph, compiled again with graph breaks allowed."
     a = attempt(plan, path, runner, deadline)
@@ -347,15 +373,18 @@ def device_attempt(plan:dict, path:str, runner, deadline:float)->dict: # attempt
     say(f"dynamo cannot trace one whole graph ({first_line(reason, 120)}): compiling again with graph breaks allowed")
     return {**attempt(plan, path, runner, deadline, fullgraph=False), "graph_break": reason}
 
+# %% ../nbs/08_core.ipynb #fef903a9
 def eager_attempt(plan:dict, path:str, runner, deadline:float, settings:str="card")->dict:
     "The same load and call on the CPU, not compiled, with the same dtype, inputs and `settings`."
     say(f"repeating it on the CPU, eagerly, with {SETTINGS[settings]}")
     return attempt(plan, path, runner, deadline, device="cpu", process_group="gloo", eager=True, settings=settings)
 
+# %% ../nbs/08_core.ipynb #721ef8bc
 def failure_message(a:dict)->str:
     "What stopped an attempt: the launch's failure, or the failing rank's error."
     return a["failure"] or a["failed"].get("error", "")
 
+# %% ../nbs/08_core.ipynb #14df3962
 def whose_failure(plan:dict, path:str, runner, deadline:float,
                   first:dict, # the device attempt that failed
                  )->dict: # the attempt that stands, with "settings" and "cpu_eager" ("ok", or the CPU's error)
@@ -383,12 +412,14 @@ def to_pil(image:torch.Tensor): # a PIL image
     from PIL import Image
     return Image.fromarray((image.float().clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).contiguous().numpy())
 
+# %% ../nbs/08_core.ipynb #aa0098cc
 def save_images(images:dict, # {file name: [3, H, W] picture}
                 out_dir:str)->list: # the file names written
     "Each picture as a PNG file in `out_dir`."
     for name, image in images.items(): to_pil(image).save(os.path.join(out_dir, name))
     return list(images)
 
+# %% ../nbs/08_core.ipynb #d5e9e0cb
 def side_by_side(images:list, # [3, H, W] pictures or PIL images, of one height
                  gap:int=8, # white pixels between two of them
                  min_height:int=256): # smaller pictures are enlarged, pixel by pixel, to at least this height
@@ -413,9 +444,11 @@ def hub_answers(endpoint:str, # the Hub's address
     except (OSError, ValueError): return False
     return True
 
+# %% ../nbs/08_core.ipynb #a99b63f0
 def settle_hub()->str: # "offline" (as told), "online", or "unreachable" (offline from now on)
     "Honour HF_HUB_OFFLINE; else ask the Hub once, and if it does not answer, say so and read the local cache from then on."
     if huggingface_hub.constants.HF_HUB_OFFLINE: return "offline"
+    if os.environ.get(HUB_STATE) == "online": return "online"   # a sweep asked it for all its runs
     endpoint = huggingface_hub.constants.ENDPOINT
     if hub_answers(endpoint): return "online"
     say(f"the Hub at {endpoint} does not answer: reading the local cache only (HF_HUB_OFFLINE=1)")
@@ -431,6 +464,7 @@ def resolve_checkpoint(plan:dict)->str:
     files = list_repo_files(plan["model_id"], revision=plan["revision"] or None)
     return snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files))
 
+# %% ../nbs/08_core.ipynb #2e99fe6c
 def run_plan(plan:dict,
              runners:dict, # runner name -> function: the library's RUNNERS
              checks:dict, # runner name -> its check: the library's CHECKS
@@ -448,7 +482,7 @@ def run_plan(plan:dict,
     try: path = resolve_checkpoint(plan)
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
-        return {**res, "result": "FAIL(load)", "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
+        return {**res, "result": failure("load"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
     say(f"loading on {plan['cores']} {plan['device']} core(s), then compiling ({plan['backend']}) and "
         + (f"generating {plan['inputs']['max_new_tokens']} tokens, twice" if plan["inputs"].get("max_new_tokens") else
            f"drawing a picture in {plan['inputs']['steps']} steps, twice" if plan["inputs"].get("steps") else "one forward pass, then a warm one"))
@@ -467,7 +501,7 @@ def run_plan(plan:dict,
     if result != "PASS":
         msg = failure_message(launch)
         res.update(result=result, notes=setting_note + first_line(msg), error=msg, traceback=failed.get("traceback", ""),
-                   missing_packages=tokenizer_packages(path, missing_packages(msg)) if result == "FAIL(load)" else [])
+                   missing_packages=tokenizer_packages(path, missing_packages(msg)) if result == failure("load") else [])
         return res
     out = launch["ranks"][0]
     res.update(compile_s=round(out["compile_s"], 3), tokens_per_s=out["tokens_per_s"] and round(out["tokens_per_s"], 3),
@@ -477,7 +511,7 @@ def run_plan(plan:dict,
     chk = checks[plan["runner"]](plan, path, out, cache_dir)
     res.update({k: chk[k] for k in ("cpu_match", "english", "check", "reference_cached", "steps")})
     res["notes"] = setting_note + (first_line(chk.get("prediction") or out.get("text", "")) or f"(no visible text: {len(res['tokens'])} tokens of white space or special tokens)")
-    res["result"] = "PASS" if chk["ok"] else "FAIL(output)"
+    res["result"] = "PASS" if chk["ok"] else failure("output")
     if out_dir and chk.get("images"): res["images"] = save_images(chk["images"], out_dir)
     if plan["cores"] > 1: res["ranks_agree"] = all(o.get("tokens") == out.get("tokens") for o in launch["ranks"])
     return res

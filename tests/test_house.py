@@ -127,3 +127,37 @@ def test_planning_a_model_never_starts_the_stack(demo_catalog):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["run_dense", 1, False]
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "nbs"
+DEFINITION = r"^(?:async )?def |^class "
+
+
+def definitions_per_export_cell(notebook:Path)->list:
+    "For each `#| export` cell of a notebook: how many top-level functions and classes it defines."
+    import re
+    cells = json.loads(notebook.read_text())["cells"]
+    return [len(re.findall(DEFINITION, src, re.M)) for c in cells
+            if c["cell_type"] == "code" and (src := "".join(c["source"])).lstrip().startswith("#| export")]
+
+
+def test_the_definition_counter_counts():
+    cell = {"cell_type": "code", "source": ["#| export\n", "def a(): pass\n", "@patch\n", "def b(self:A): pass\n", "class C:\n", "    def m(self): pass\n"]}
+    nb = Path(__import__("tempfile").mkdtemp()) / "x.ipynb"
+    nb.write_text(json.dumps({"cells": [cell, {**cell, "source": ["x = 1\n", "def notexported(): pass\n"]}]}))
+    assert definitions_per_export_cell(nb) == [3]   # a method inside its class is the class's
+
+
+@pytest.mark.parametrize("notebook", sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb")))
+def test_one_definition_per_export_cell(notebook):
+    "Each export cell holds one function or class (issue 27, item 4): a step, then its prose, example and test."
+    counts = definitions_per_export_cell(NOTEBOOKS / notebook)
+    assert max(counts, default=0) <= 1, f"{notebook}: export cells with several definitions: {[n for n in counts if n > 1]}"
+
+
+@pytest.mark.parametrize("notebook", sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb")))
+def test_every_notebook_is_committed_executed(notebook):
+    "A reader sees what the examples print: every notebook with code has outputs."
+    cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
+    code = [c for c in cells if c["cell_type"] == "code" and not "".join(c["source"]).lstrip().startswith(("#| export", "#| hide", "#| default_exp"))]
+    assert not code or any(c.get("outputs") for c in code), f"{notebook} is committed unexecuted"
