@@ -11,7 +11,7 @@ __all__ = ['DYNAMO_REFUSALS', 'IMPORT_NAMES', 'DEPENDENCY_TABLES', 'TIKTOKEN_LIN
            'result_class', 'importable', 'normalized', 'optional_dependencies', 'installed', 'missing_packages',
            'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt', 'device_attempt',
            'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images', 'side_by_side', 'hub_answers',
-           'settle_hub', 'resolve_checkpoint', 'run_plan', 'main']
+           'settle_hub', 'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main', 'end']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback, urllib.error, urllib.request
@@ -464,6 +464,17 @@ def resolve_checkpoint(plan:dict)->str:
     files = list_repo_files(plan["model_id"], revision=plan["revision"] or None)
     return snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files))
 
+# %% ../nbs/08_core.ipynb #a4e68356
+def warm_model_code(plan:dict, path:str)->str: # the class whose code was imported, "" when none was
+    "Import the modules of the model's class in this process, before the ranks fork from it, by building the model on the meta device."
+    cls = getattr(transformers, plan.get("head_class") or "", None)
+    if not hasattr(cls, "from_config"): return ""
+    try:
+        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+        with torch.device("meta"): model = cls.from_config(config, trust_remote_code=False)
+        return type(model).__name__
+    except Exception: return ""   # the rank's own load says what is wrong, as it would have
+
 # %% ../nbs/08_core.ipynb #2e99fe6c
 def run_plan(plan:dict,
              runners:dict, # runner name -> function: the library's RUNNERS
@@ -488,6 +499,7 @@ def run_plan(plan:dict,
            f"drawing a picture in {plan['inputs']['steps']} steps, twice" if plan["inputs"].get("steps") else "one forward pass, then a warm one"))
     deadline = start + plan["time_limit"]
     runner = runners[plan["runner"]]
+    warm_model_code(plan, path)   # once, here: the forked ranks and the CPU reference find the model's code imported
     launch = device_attempt(plan, path, runner, deadline)
     if launch["result"] in LAUNCH_FAILS: launch = whose_failure(plan, path, runner, deadline, launch)
     plan, settings = launch["plan"], launch.get("settings", "card")  # the plan that stands: its settings, whole or with graph breaks
@@ -536,3 +548,10 @@ def main(plan:dict, # run.py's PLAN
     sys.stderr.flush()
     print(json.dumps(outcome, default=str), flush=True)
     return 0 if outcome["result"] == "PASS" else 1
+
+# %% ../nbs/08_core.ipynb #a18e2d88
+def end(status:int, # the exit status: main's
+       ):
+    "Leave the process at once with `status`, its output flushed: the run is over, and the interpreter's teardown would only delay its caller."
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(status)

@@ -52,7 +52,7 @@ def added_packages(stack:Stack, packages:list=())->list:
 
 # %% ../nbs/18_script.ipynb #6691b570
 CARRIED_CORE = ("neuron_support.facts", "neuron_support.processes", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
-ENTRY = 'if __name__ == "__main__": sys.exit(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
+ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
 def carried_modules(library:str="transformers")->tuple:
