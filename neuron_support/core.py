@@ -4,14 +4,15 @@
 
 # %% auto #0
 __all__ = ['DYNAMO_REFUSALS', 'IMPORT_NAMES', 'DEPENDENCY_TABLES', 'TIKTOKEN_LINE', 'SETTINGS', 'LAUNCH_FAILS',
-           'HUB_PROBE_TIMEOUT', 'rank_environment', 'init_rank', 'distributed_config', 'load_model', 'perturb_weights',
-           'plain', 'compiled', 'compile_forward', 'compile_run', 'compiled_graphs', 'graph_break_reason',
-           'graph_breaks', 'compile_cache_entries', 'synchronize', 'peak_memory_gb', 'reserved_memory_gb', 'timed',
-           'rank_main', 'free_port', 'say', 'run_summary', 'rank_context', 'end_ranks', 'launch_ranks', 'describe_exit',
-           'result_class', 'importable', 'normalized', 'optional_dependencies', 'installed', 'missing_packages',
-           'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt', 'device_attempt',
-           'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images', 'side_by_side', 'hub_answers',
-           'settle_hub', 'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main', 'end']
+           'HUB_PROBE_TIMEOUT', 'WARM_LIMIT', 'rank_environment', 'init_rank', 'distributed_config', 'load_model',
+           'perturb_weights', 'plain', 'compiled', 'compile_forward', 'compile_run', 'compiled_graphs',
+           'graph_break_reason', 'graph_breaks', 'compile_cache_entries', 'synchronize', 'peak_memory_gb',
+           'reserved_memory_gb', 'timed', 'rank_main', 'free_port', 'say', 'run_summary', 'rank_context', 'end_ranks',
+           'launch_ranks', 'describe_exit', 'result_class', 'importable', 'normalized', 'optional_dependencies',
+           'installed', 'missing_packages', 'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt',
+           'device_attempt', 'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images',
+           'side_by_side', 'hub_answers', 'settle_hub', 'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main',
+           'end']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback, urllib.error, urllib.request
@@ -465,15 +466,24 @@ def resolve_checkpoint(plan:dict)->str:
     return snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files))
 
 # %% ../nbs/08_core.ipynb #a4e68356
-def warm_model_code(plan:dict, path:str)->str: # the class whose code was imported, "" when none was
+WARM_LIMIT = 60 # seconds the warm-up may take: a config that makes more of it (one that lies about its size) is left to the rank's load, under the run's time limit
+
+def warm_model_code(plan:dict, path:str,
+                    limit:float=WARM_LIMIT, # seconds, by a timer: building a model is Python, which the timer interrupts
+                   )->str: # the class whose code was imported, "" when none was
     "Import the modules of the model's class in this process, before the ranks fork from it, by building the model on the meta device."
     cls = getattr(transformers, plan.get("head_class") or "", None)
     if not hasattr(cls, "from_config"): return ""
+    def too_long(*_): raise TimeoutError(f"building the model took more than {limit:g} s")
+    try: before = signal.signal(signal.SIGALRM, too_long)
+    except ValueError: return ""   # not the main thread: no timer to bound it, so no warm-up
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
         with torch.device("meta"): model = cls.from_config(config, trust_remote_code=False)
         return type(model).__name__
     except Exception: return ""   # the rank's own load says what is wrong, as it would have
+    finally: signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, before)
 
 # %% ../nbs/08_core.ipynb #2e99fe6c
 def run_plan(plan:dict,
