@@ -399,7 +399,7 @@ def whose_failure(plan:dict, path:str, runner, deadline:float,
         say(f"the CPU's eager run did not finish ({first_line(failure_message(cpu), 120)}): whose failure it is stays unknown")
         return {**first, "settings": "card", "cpu_eager": ""}
     say(f"the CPU fails too ({cpu['result']}: {first_line(failure_message(cpu), 120)})")
-    if cpu["result"] == "FAIL(gen)" and "max_new_tokens" in plan["inputs"]:   # transformers' generate: its settings
+    if cpu["result"] == failure("gen") and "max_new_tokens" in plan["inputs"]:   # transformers' generate: its settings
         for s in list(SETTINGS)[1:]:
             if (closer := eager_attempt(plan, path, runner, deadline, s))["result"] == "PASS":
                 say(f"the CPU refuses the card's settings and takes {SETTINGS[s]}: running that on the device")

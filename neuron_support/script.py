@@ -13,7 +13,7 @@ __all__ = ['DEFAULT_TIME_LIMIT', 'CARRIED_CORE', 'ENTRY', 'EXPLANATORY', 'FACT_L
 import ast, functools, hashlib, importlib.util, json, os, pprint, re, shutil, signal, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS
-from .facts import JUDGE_MODEL
+from .facts import JUDGE_MODEL, failure
 from .plan import Plan, plan_record
 from .processes import RUN_TAG, run_tag, kill_run, die_with_parent, first_line
 from .libraries import library_of, make_plan, library_stack
@@ -164,7 +164,7 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
     if outcome is not None: return outcome
     why = (f"run.py killed after {timeout:g} s (outer time limit)" if time.time() - start >= timeout
            else f"run.py ended with exit code {rc} without an outcome: {lines[-1] if lines else ''}")
-    return {"result": "FAIL(other)", "notes": why[:200], "error": why + "\n" + "\n".join(lines[-20:]), "wall_s": round(time.time() - start, 3)}
+    return {"result": failure("other"), "notes": why[:200], "error": why + "\n" + "\n".join(lines[-20:]), "wall_s": round(time.time() - start, 3)}
 
 # %% ../nbs/18_script.ipynb #464b1f50
 PROTECTED = tuple(PACKAGES.values()) # the stack's distributions: a run installs nothing over them
@@ -199,11 +199,11 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
         write_atomic(run_dir / "run.py", text)
         outcome = execute_run_py(run_dir, time_limit + CHECK_ALLOWANCE, env, echo, args)
         wanted = outcome.get("missing_packages") or []
-        if attempt == 2 or outcome.get("result") != "FAIL(load)" or not wanted: break
+        if attempt == 2 or outcome.get("result") != failure("load") or not wanted: break
         echo(f"[neuron-support] loading needs {', '.join(wanted)}: installing them into {run_dir.name}/site for this run only")
         packages, why = install_packages(wanted, run_dir / "site")
         if why:
-            outcome = {**outcome, "result": "FAIL(other)", "notes": first_line(why), "error": why + "\n\n" + outcome.get("error", "")}
+            outcome = {**outcome, "result": failure("other"), "notes": first_line(why), "error": why + "\n\n" + outcome.get("error", "")}
             break
         env = {"PYTHONPATH": os.pathsep.join([str((run_dir / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     return outcome, text, packages

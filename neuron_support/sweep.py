@@ -28,7 +28,7 @@ from huggingface_hub.utils import disable_progress_bars
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
 from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
 from .hub import hub_server, hub_env
-from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files
+from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
 from .processes import RUN_TAG, kill_run, die_with_parent
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
@@ -155,7 +155,7 @@ def failure_row(item:SweepItem, # the model
     "The row of a run that died without writing its own."
     run_dir = Path(run_dir)
     run_py = (run_dir / "run.py").read_text() if (run_dir / "run.py").is_file() else None
-    return table_row(item.model_id, "FAIL(other)", stack, neuron_cores=item.cores, runner=item.runner,
+    return table_row(item.model_id, failure("other"), stack, neuron_cores=item.cores, runner=item.runner,
                      selection_rank=item.selection_rank, notes=error[:200], error=error,
                      wall_s=None if wall_s is None else round(wall_s, 1), tested_at=tested_at, run_py=run_py, revision=item.revision,
                      notebook=f"runs/{pair}/{run_dir.name}/run.ipynb" if (run_dir / "run.ipynb").is_file() else None)
