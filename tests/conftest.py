@@ -169,21 +169,30 @@ def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float):
     return out, subprocess.CompletedProcess(saved["args"], saved["returncode"], saved["stdout"], saved["stderr"])
 
 
-# What the demo sweep of each library other than transformers needs (tests/test_libraries.py, tests/test_diffusers.py): the
-# whole of that library's list, 2 slots, 15 minutes a run. One sweep of both lists, one Ray for both (it sweeps them one after
-# the other: sentence-transformers', then diffusers'), instead of a sweep each. transformers' demo sweeps stay apart: they
-# take a part of its list with --only, and --only filters every library's list (all-MiniLM-L6-v2 is on transformers' list too).
-DEMO_SWEEP_LIBRARIES = ("sentence-transformers", "diffusers")
+# The session's one demo sweep, of the three libraries, one Ray for all (it sweeps them one after the other: transformers', then
+# sentence-transformers', then diffusers'): what tests/test_libraries.py and tests/test_diffusers.py need (the whole of each
+# of those two libraries' lists) and what the app's first view needs (tests/test_app.py: a table and a selection for each
+# library; tests/test_sweep.py: a run and each exclusion of transformers'). `--only` filters every library's list, so it names
+# the two lists whole and, of transformers' long list, a tiny run and four exclusions (all-MiniLM-L6-v2 is on transformers' list
+# too: it gets a row in both tables). 2 slots, 15 minutes a run.
+DEMO_SWEEP_ONLY = {
+    "transformers": ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-no-weights", "neuron-support-demo/giant-405b",
+                     "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code"],
+    "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
+                              "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
+    "diffusers": ["neuron-support-demo/tiny-sd", "neuron-support-demo/tiny-sd3", "neuron-support-demo/tiny-sd-vae-attention",
+                  "neuron-support-demo/tiny-sd-gated", "neuron-support-demo/tiny-sd-custom-unet"],
+}
 
 
 @pytest.fixture(scope="session")
 def demo_sweep_of_libraries(tmp_path_factory):
-    """`neuron-support sweep --demo --library sentence-transformers diffusers --slots 2 --time-limit 900`, run once per session
-    (under pytest-xdist too): (its output folder, its CompletedProcess). The folder is shared: read only."""
+    """`neuron-support sweep --demo --library transformers sentence-transformers diffusers --only ... --slots 2 --time-limit 900`,
+    run once per session (under pytest-xdist too): (its output folder, its CompletedProcess). The folder is shared: read only."""
     import shutil
     return once_per_session(tmp_path_factory, "demo-sweep-of-libraries",
-                            [shutil.which("neuron-support"), "sweep", "--demo", "--library", *DEMO_SWEEP_LIBRARIES,
-                             "--slots", "2", "--time-limit", "900"], timeout=1700)
+                            [shutil.which("neuron-support"), "sweep", "--demo", "--library", *DEMO_SWEEP_ONLY, "--slots", "2",
+                             "--time-limit", "900", "--only", *[m for ids in DEMO_SWEEP_ONLY.values() for m in ids]], timeout=1700)
 
 
 # The modules whose tests run longest (whole sweeps, runs with several ranks, the Space's virtualenv: minutes each) go

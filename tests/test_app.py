@@ -714,11 +714,9 @@ def test_a_hub_datasets_pictures_come_from_the_hub(browser, diffusers_hub_url, h
     pg.context.close()
 
 
-# The first view (issue 26, item 6): after a sweep of the demo's three libraries, and after a lone run into a fresh folder.
+# The first view (issue 26, item 6): after a sweep of the demo's three libraries (the session's one, tests/conftest.py: a part
+# of transformers' list, the whole of the others'), and after a lone run into a fresh folder.
 DEMO = "neuron-support-demo"
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
-# one real run (SmolLM2, transformers' first) and each library's exclusions: every library gets its table and its selection in minutes
-SWEPT = [SMOLLM2, f"{DEMO}/tiny-llama-gptq", f"{DEMO}/tiny-st-custom-pooling", f"{DEMO}/tiny-sd-gated", f"{DEMO}/tiny-sd-custom-unet"]
 
 
 def cli() -> str:
@@ -727,19 +725,27 @@ def cli() -> str:
 
 
 def first_view(folder: Path) -> list:
-    "What the first view must list, from the tables: each library's newest selection by rank, then library; then the lone runs' models."
+    """What the first view must list, from the tables: each library's newest selection by rank, then library; then the models
+    of lone runs (the rows of pairs no sweep made). A swept pair's rows beyond its selection are not in it."""
     from neuron_support.app import load_tables
     df = load_tables(str(folder))
     ranked = df[df.selection_rank.notna()].sort_values(["selection_rank", "library", "model_id"])
-    return list(ranked.model_id) + list(df[df.selection_rank.isna()].sort_values(["library", "model_id"]).model_id)
+    alone = df[~df.pair.isin(set(ranked.pair))]
+    return list(ranked.model_id) + list(alone.sort_values(["library", "model_id"]).model_id)
+
+
+def counts(df) -> str:
+    "The count sentence over some rows: `N models: k PASS, ...` (`R rows of N models` where a model has a row in two libraries), the results in the card's order."
+    from neuron_support.facts import RESULTS
+    found, models = df.result.value_counts(), df.model_id.nunique()
+    held = f"{models} models" if models == len(df) else f"{len(df)} rows of {models} models"
+    return f"{held}: " + ", ".join(f"{found[r]} {r}" for r in RESULTS if r in found)
 
 
 @pytest.fixture(scope="module")
-def demo_sweep(tmp_path_factory):
-    "`neuron-support sweep --demo` of the three libraries, on a part of each list (the whole demo takes 11 minutes here)."
-    out = tmp_path_factory.mktemp("demo-sweep") / "out"
-    p = subprocess.run([cli(), "sweep", "--demo", "--out", str(out), "--slots", "2", "--time-limit", "900", "--only", *SWEPT],
-                       capture_output=True, text=True, timeout=1500)
+def demo_sweep(demo_sweep_of_libraries):
+    "The output folder of the session's demo sweep of the three libraries (read only)."
+    out, p = demo_sweep_of_libraries
     assert p.returncode == 0, p.stderr[-3000:]
     return out
 
@@ -750,22 +756,32 @@ def demo_sweep_url(hub, demo_sweep):
 
 
 def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo_sweep_url):
+    from conftest import DEMO_SWEEP_ONLY
     from neuron_support.app import load_tables
     df = load_tables(str(demo_sweep))
-    assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"] and set(df.model_id) == set(SWEPT)
-    assert df.selection_rank.notna().all()   # each row is its sweep's, ranked
+    assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"]
+    assert set(df.model_id) == {m for ids in DEMO_SWEEP_ONLY.values() for m in ids}
+    # each row is its sweep's, ranked; but one: transformers' list goes on past its selection (the text-generation and
+    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 is there, listed and run, not selected
+    beyond = df[df.selection_rank.isna()]
+    assert list(zip(beyond.library, beyond.model_id)) == [("transformers", "sentence-transformers/all-MiniLM-L6-v2")], beyond
+    shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("diffusers")   # diffusers swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
-    wait_count(pg, "5 models")
+    wait_count(pg, counts(shown).split(":")[0])
     assert pg.locator("#view").input_value() == "Overview"
-    assert column(pg, "model") == first_view(demo_sweep) and SMOLLM2 in column(pg, "model")
-    assert pg.locator("#models p").first.inner_text() == "5 models: 1 PASS, 4 EXCLUDED"
-    assert pg.locator("#view-note").inner_text() == "Each library's newest selection, in rank order: diffusers 2, sentence-transformers 1, transformers 2."
-    # the library filter keeps that library's part of it, and the counts agree with the sentence's
+    assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
+    assert pg.locator("#models p").first.inner_text() == counts(shown)
+    per_library = ", ".join(f"{lib} {n}" for lib, n in shown.library.value_counts().sort_index().items())
+    assert pg.locator("#view-note").inner_text() == f"Each library's newest selection, in rank order: {per_library}."
+    # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
+    # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
-    wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(df.model_id[df.library == "transformers"])])
-    assert pg.locator("#models p").first.inner_text() == "2 models: 1 PASS, 1 EXCLUDED"
-    assert pg.locator("#view-note").inner_text() == "Each library's newest selection, in rank order: transformers 2."
+    ours = shown[shown.library == "transformers"]
+    wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(ours.model_id)])
+    assert pg.locator("#models p").first.inner_text() == counts(ours)
+    assert pg.locator("#view-note").inner_text() == (f"Each library's newest selection, in rank order: transformers {len(ours)}. "
+                                                     "Not shown here: 1 more model (every model's latest run).")
     # Selected is still the newest selection alone: diffusers', swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")
