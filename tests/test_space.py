@@ -84,8 +84,7 @@ def space(tmp_path_factory):
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "app.py", "neuron_support", "requirements.txt"]
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    # --no-compile, as the Makefile installs: what the Space imports is compiled on its first import, the rest never (compiling all ahead is a large part of an install here)
-    p = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile", "-r", folder / "requirements.txt"],
+    p = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", folder / "requirements.txt"],
                        capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
     found = subprocess.run([python, "-c", "import importlib.util as u; print([m for m in %r if u.find_spec(m)])" % (NOT_SHOWN,)],
