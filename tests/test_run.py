@@ -232,8 +232,8 @@ DEMO = [("neuron-support-demo/tiny-qwen3", "run_dense", 1),
         ("neuron-support-demo/tiny-t5", "run_seq2seq", 1),
         ("neuron-support-demo/tiny-llava", "run_multimodal", 1), ("neuron-support-demo/tiny-gemma3", "run_multimodal", 1),
         ("neuron-support-demo/tiny-bert-mlm", "run_encoder", 1),
-        ("neuron-support-demo/tiny-bert-qa", "run_encoder", 1), ("neuron-support-demo/tiny-bert-reranker", "run_encoder", 1),
-        ("sentence-transformers/all-MiniLM-L6-v2", "run_encoder", 1)]
+        ("neuron-support-demo/tiny-bert-qa", "run_encoder", 1), ("neuron-support-demo/tiny-bert-reranker", "run_encoder", 1)]
+# all-MiniLM-L6-v2 through transformers' run_encoder: the session's demo sweep runs it (tests/test_sweep.py, test_demo_sweep_part)
 
 
 # Tokens per run: 8, except where a longer run is the point. Gemma 3's sliding-window cache layers once recompiled the

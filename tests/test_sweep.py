@@ -295,6 +295,10 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
         assert {"run.ipynb", "run.py", "result.json"} <= {f.name for f in d.iterdir()}, m
         assert json.loads((d / "result.json").read_text())["result"] == r
     assert table.loc["neuron-support-demo/tiny-llama", "notebook"].endswith("neuron-support-demo--tiny-llama/run.ipynb")
+    # the real all-MiniLM-L6-v2 through transformers' encoder runner, on one core, held to the CPU's fp32 run
+    m = table.loc[minilm]
+    assert (m.runner, m.neuron_cores, m.result, m.check) == ("run_encoder", 1, "PASS", "cpu") and m.cpu_match[0] in "Y~", m
+    assert len(m.revision) == 40
     # the summary and where things are
     counts = table.result.value_counts()
     assert f"{len(table)} models: {counts['PASS']} PASS, {counts['EXCLUDED']} EXCLUDED" in p.stdout, p.stdout
