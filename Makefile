@@ -14,6 +14,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 demo: $(VENV)/.demo
 	$(BIN)/neuron-support sweep --demo --out out
 
+# one torch thread a process, as in a sweep: the notebooks' examples and pytest's two workers already fill two cores (tests/conftest.py)
+test: export OMP_NUM_THREADS ?= 1
 test: $(VENV)/.dev browser
 	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --durations=15 tests
 

@@ -51,6 +51,10 @@ if "huggingface_hub" in sys.modules:
     warnings.warn("huggingface_hub was imported before tests/conftest.py: in-process clients keep the old endpoint")
 for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
     os.environ.pop(name, None)
+# One torch thread per process, as a sweep's runs have (Ray sets it in its workers): pytest-xdist's two workers already fill
+# this machine's two cores, and two threads a run only fight over them (tiny models' ops are too small to share); the
+# runs of tests/test_run.py took 14 % less time so (benchmarks/README.md). An OMP_NUM_THREADS of the caller's is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.update(hub_env(HUB_ENDPOINT, HF_HOME))
 
 ORG = "neuron-support-test"
