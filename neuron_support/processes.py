@@ -41,14 +41,12 @@ def kill_run(tag:str, # the run's tag
              var:str=RUN_TAG, # the environment variable that holds the tag
             )->int: # how many processes were killed
     "SIGKILL every process of a run (but this one and its ancestors), and wait until they are gone."
-    killed, empty = set(), 0
+    killed = set()
     for _ in range(passes):
         pids = tagged_processes(tag, var)
-        if not pids:
-            empty += 1
-            if empty == 2: break
-            time.sleep(0.05); continue   # a process caught mid-exec shows an empty environment: look once more
-        empty = 0
+        if not pids:   # a process caught mid-exec shows an empty environment: look once more before believing it
+            time.sleep(0.05); pids = tagged_processes(tag, var)
+        if not pids: break
         for pid in pids:
             try: os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError): pass
