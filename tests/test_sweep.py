@@ -284,7 +284,7 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
     assert set(DEMO_SWEEP_ONLY["transformers"]) == set(want)
     table = read_table(table_path(out, PAIR)).set_index("model_id")
     minilm = "sentence-transformers/all-MiniLM-L6-v2"   # on transformers' list too, and named for sentence-transformers' part
-    assert dict(table.result.drop(index=minilm, errors="ignore")) == want, table[["result", "notes"]]
+    assert dict(table.result.drop(index=minilm)) == want, table[["result", "notes"]]
     assert dict(table.exclusion.dropna()) == {"neuron-support-demo/giant-405b": "too-large",
                                               "neuron-support-demo/tiny-no-weights": "no-weights",
                                               "neuron-support-demo/tiny-llama-gptq": "quantized",
@@ -300,8 +300,7 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
     assert (m.runner, m.neuron_cores, m.result, m.check) == ("run_encoder", 1, "PASS", "cpu") and m.cpu_match[0] in "Y~", m
     assert len(m.revision) == 40
     # the summary and where things are
-    counts = table.result.value_counts()
-    assert f"{len(table)} models: {counts['PASS']} PASS, {counts['EXCLUDED']} EXCLUDED" in p.stdout, p.stdout
+    assert "6 models: 2 PASS, 4 EXCLUDED" in p.stdout, p.stdout   # transformers' summary: the five above and all-MiniLM-L6-v2
     assert f"table:     {table_path(out, PAIR)}" in p.stdout
     # published (to the session's local Hub, which HF_ENDPOINT names) and read back with the card's own query
     from neuron_support.publish import publish, validate
