@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'ALL',
-           'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'PICTURES', 'CLOSENESS', 'TITLE',
-           'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files',
-           'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural',
-           'rows_from', 'Results', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of',
-           'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files',
+           'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'PICTURES', 'CLOSENESS',
+           'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo',
+           'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns',
+           'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of',
+           'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files',
            'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render', 'header_of', 'model_link', 'choices',
            'script_header', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
            'wants_popularity', 'load_results', 'serve_app']
@@ -356,8 +356,8 @@ def graph_breaks_text(row:pd.Series)->str:
     return "" if pd.isna(n) or n == 0 else f"{plural(int(n), 'break')}, the first at {text_of(row.graph_break)}"
 
 # %% ../nbs/21_app.ipynb #a7c1d002
-DEVICE_PICTURE, CPU_PICTURE = "image.png", "image_cpu.png"
-PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference"}   # beside a run's notebook, with their captions
+DEVICE_PICTURE, CPU_PICTURE, INPUT_PICTURE = "image.png", "image_cpu.png", "input.png" # a text-to-image run's pictures; an image model's input
+PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw"}   # beside a run's notebook, with their captions
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
                  )->frozenset: # paths in the dataset: runs/<pair>/<org>--<name>/image.png (and image_cpu.png)
@@ -673,7 +673,7 @@ def notebook_page(self:Results, path:str)->tuple: # (status, html)
 @patch
 def pictures_start(self:Results)->str:
     "The pair the Pictures tab opens on: the newest whose runs left pictures, else the newest."
-    return next((p for p in reversed(self.pairs) if any(f.startswith(f"runs/{p}/") for f in self.pictures)), self.newest)
+    return next((p for p in reversed(self.pairs) if any(f.startswith(f"runs/{p}/") and f.endswith("/" + DEVICE_PICTURE) for f in self.pictures)), self.newest)
 
 # %% ../nbs/21_app.ipynb #10ce0a84
 @patch
@@ -720,9 +720,10 @@ def compiler_view(self:Results)->"gr.Blocks":
                 chart_resources = gr.Plot(format="png", elem_id="chart-resources")
                 gr.HTML("<h3>Compile cache by pair</h3><p>Graphs the runs compiled, and how many of them the cache already held.</p>")
                 cache = gr.Dataframe(self.cache_by_pair(), datatype="str", interactive=False, elem_id="cache")
-            with gr.Tab("Pictures", id="pictures", visible=bool(self.pictures)):
+            drawn = any(f.endswith("/" + DEVICE_PICTURE) for f in self.pictures)   # a text-to-image run's; an image model's input is not a drawing
+            with gr.Tab("Pictures", id="pictures", visible=drawn):
                 ppair = gr.Dropdown(self.pairs[::-1], value=self.pictures_start(), label="Pair", elem_id="picture-pair")
-                grid = gr.HTML(self.picture_grid(ppair.value) if self.pictures else "", elem_id="pictures-tab")
+                grid = gr.HTML(self.picture_grid(ppair.value) if drawn else "", elem_id="pictures-tab")
         quiet = dict(show_progress="hidden", queue=False)
         gr.on([a.change, b.change, only.change], self.regressions, [a, b, only], [diffs, note], **quiet)
         gr.on([fpair.change, only.change], self.failure_causes, [fpair, only], causes, **quiet)

@@ -5,16 +5,17 @@
 # %% auto #0
 __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOKEN', 'DEMO_DIR', 'SMOLLM2_GGUF', 'GGUF_SCALARS',
            'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING',
-           'CUSTOM_UNET', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder',
-           'read_gguf', 'gguf_tokenizer', 'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights',
-           'save_smollm2', 'save_minilm', 'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config',
-           'save_bert', 'folder_digest', 'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5',
-           'save_bart', 'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
-           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer',
-           'tiny_clip', 'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet',
-           'edit_config', 'save_changed', 'quantize_top', 'quantize_text', 'custom_code', 'save_custom_code',
-           'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed', 'DemoRepo', 'demo_repos',
-           'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
+           'CUSTOM_UNET', 'IMAGENET_LABELS', 'VISION_HEAD_SCALE', 'TINY_VIT', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE',
+           'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer', 'gguf_llama_config',
+           'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm', 'bpe_tokenizer',
+           'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config', 'save_bert', 'folder_digest', 'decoder_ids',
+           'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart', 'image_chat_template',
+           'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta', 'save_distilbert',
+           'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer', 'tiny_clip',
+           'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet', 'save_vit_classifier',
+           'save_dinov2', 'save_clip_zero_shot', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text',
+           'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed',
+           'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, logging, math, os, shutil, struct, tempfile, zlib
@@ -29,7 +30,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "5"
+DEMO_VERSION = "6"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -482,6 +483,37 @@ def save_sd_custom_unet(dest:Path, catalog:Path):
     config = json.loads((dest/"unet"/"config.json").read_text())
     write_atomic(dest/"unet"/"config.json", json.dumps({**config, "_class_name": "MyUNet2DConditionModel"}, indent=2) + "\n")
 
+# %% ../nbs/02_demo.ipynb #ff8be507
+IMAGENET_LABELS = ["tabby, tabby cat", "tiger cat", "Egyptian cat", "lynx", "golden retriever", "sports car", "teapot", "volcano"]
+VISION_HEAD_SCALE = 40 # a random head's logits over eight labels are within 0.5 of each other; scaled, a few units apart
+TINY_VIT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=224)
+
+def save_vit_classifier(dest:Path, catalog:Path):
+    "A tiny ViT image classifier over eight ImageNet labels, its head scaled by VISION_HEAD_SCALE, with ViT's image processor."
+    torch.manual_seed(seed_of(dest.name))
+    model = transformers.ViTForImageClassification(transformers.ViTConfig(**TINY_VIT, patch_size=16, **labels(IMAGENET_LABELS))).eval()
+    with torch.no_grad(): model.classifier.weight.mul_(VISION_HEAD_SCALE)
+    model.config.dtype = torch.bfloat16
+    model.to(torch.bfloat16).save_pretrained(dest)
+    transformers.ViTImageProcessor().save_pretrained(dest)
+
+# %% ../nbs/02_demo.ipynb #a4177d1e
+def save_dinov2(dest:Path, catalog:Path):
+    "A tiny DINOv2 encoder without a head, with DINOv2's processor: resize to 256, crop 224."
+    config = transformers.Dinov2Config(**TINY_VIT, patch_size=14, mlp_ratio=2)
+    images = transformers.BitImageProcessor(size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, do_center_crop=True,
+                                            image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+    save_tiny(dest, transformers.Dinov2Model, config, images)
+
+# %% ../nbs/02_demo.ipynb #7c31dd99
+def save_clip_zero_shot(dest:Path, catalog:Path):
+    "A tiny CLIP with both towers (CLIPModel), CLIP's image processor and the byte-level CLIP tokenizer: a zero-shot image classifier."
+    tok = clip_tokenizer(dest)
+    config = transformers.CLIPConfig(text_config=tiny_clip().config.to_dict(), projection_dim=32,
+                                     vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                        image_size=224, patch_size=32))
+    save_tiny(dest, transformers.CLIPModel, config, transformers.CLIPProcessor(image_processor=transformers.CLIPImageProcessor(), tokenizer=tok))
+
 # %% ../nbs/02_demo.ipynb #d33a1543
 def edit_config(dest:Path, # a repo folder with a config.json
                 change:Callable, # changes the parsed config in place
@@ -623,6 +655,9 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-bert-qa"), partial(save_bert, head="BertForQuestionAnswering"), "question-answering",
           "run_encoder: question answering", 140_000, 36),
         R(d("tiny-bert-embed"), save_bert, "sentence-similarity", "run_encoder: no head (AutoModel)", 110_000, 62),
+        R(d("tiny-vit"), save_vit_classifier, "image-classification", "run_image_classifier: ViT, eight ImageNet labels", 560_000, 47),
+        R(d("tiny-dinov2"), save_dinov2, "image-feature-extraction", "run_image_encoder: DINOv2, no head", 340_000, 74),
+        R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-llama-gptq"), partial(save_changed, save=llama, change=quantize_top), "text-generation",
           "excluded: quantized (quantization_config)", 870_000, 58),
         R(d("tiny-llava-bnb"), partial(save_changed, save=save_llava, change=quantize_text), "image-text-to-text",

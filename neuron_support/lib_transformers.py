@@ -4,10 +4,12 @@
 
 # %% auto #0
 __all__ = ['MODEL_FOR_CAUSAL_LM_MAPPING_NAMES', 'MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES',
-           'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'EXPERT_KEYS', 'SELECTION_TASKS', 'SEQ2SEQ_TASKS',
-           'ENCODER_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED', 'TRANSFORMERS', 'is_moe', 'is_causal',
-           'transformers_names', 'choose_runner', 'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode',
-           'transformers_plan', 'unsupported', 'runner_and_fit', 'transformers_exclusion']
+           'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES',
+           'MODEL_FOR_IMAGE_MAPPING_NAMES', 'EXPERT_KEYS', 'VISION_RUNNERS', 'PHOTO', 'CANDIDATE_LABELS', 'HYPOTHESIS',
+           'SELECTION_TASKS', 'SEQ2SEQ_TASKS', 'ENCODER_TASKS', 'VISION_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED',
+           'TRANSFORMERS', 'is_moe', 'is_causal', 'transformers_names', 'vision_runner', 'choose_runner',
+           'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan', 'unsupported',
+           'runner_and_fit', 'transformers_exclusion']
 
 # %% ../nbs/10_transformers.ipynb #e4da9530
 import functools, json
@@ -22,6 +24,8 @@ from .library import Library
 MODEL_FOR_CAUSAL_LM_MAPPING_NAMES = auto_names("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES")
 MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES = auto_names("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES")
 MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES = auto_names("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES")
+MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES")
+MODEL_FOR_IMAGE_MAPPING_NAMES = auto_names("MODEL_FOR_IMAGE_MAPPING_NAMES")
 
 # %% ../nbs/10_transformers.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -44,6 +48,21 @@ def transformers_names()->frozenset: # every name transformers exports
     import transformers   # not at the top: the registry loads in the Space, which has no transformers
     return frozenset(dir(transformers))
 
+# %% ../nbs/10_transformers.ipynb #2d355591
+VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image")
+
+def vision_runner(arch:str, # architectures[0], or ""
+                  model_type:str, # config.json's model_type
+                  config:dict, # the parsed config.json
+                 )->tuple|None: # (runner name, head class name), or None for a model that is not a vision model
+    "The vision runner and load class for a checkpoint, from its config alone."
+    if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
+    if model_type in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES and "text_config" in config and "vision_config" in config:
+        declared = arch.endswith("Model") and arch in transformers_names()
+        return "run_zero_shot_image", (arch if declared else "AutoModelForZeroShotImageClassification")
+    if model_type in MODEL_FOR_IMAGE_MAPPING_NAMES: return "run_image_encoder", "AutoModel"
+    return None
+
 # %% ../nbs/10_transformers.ipynb #d50389f8
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
@@ -57,6 +76,7 @@ def choose_runner(config:dict, # the parsed config.json
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
         return ("run_dense_ep" if moe_ep_only else "run_dense"), "AutoModelForCausalLM"
+    if vision := vision_runner(arch, mt, config): return vision
     return "run_encoder", (arch if arch.endswith(tuple(ENCODER_HEADS)) and arch in transformers_names() else "AutoModel")
 
 # %% ../nbs/10_transformers.ipynb #d8f75e47
@@ -71,10 +91,18 @@ def has_chat_template(ck:Checkpoint)->bool:
     try: return bool(json.loads(read_text(ck, "tokenizer_config.json") or "{}").get("chat_template"))
     except json.JSONDecodeError: return False
 
+# %% ../nbs/10_transformers.ipynb #ecdd918c
+PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG" # what the plan names as an image model's input
+CANDIDATE_LABELS = ("cat", "dog", "car", "bird", "house") # a zero-shot image classifier's candidates
+HYPOTHESIS = "This is a photo of {}." # the sentence each candidate is put in: transformers' zero-shot image pipeline's default
+
 # %% ../nbs/10_transformers.ipynb #a2e8e1a9
 def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_tokens:int=MAX_NEW_TOKENS,
                 prompt:str=PROMPT, min_new_tokens:int=0)->dict:
     "The inputs of a run, per the card."
+    if runner in VISION_RUNNERS:
+        labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
+        return {"image": PHOTO, **labels}
     if runner == "run_encoder":
         kind = encoder_task(head_class, config)
         return {"task_kind": kind, "text": ENCODER_TEXT, "masked_word": MASKED_WORD if kind == "masked-lm" else "",
@@ -100,7 +128,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated)
-    chat = runner == "run_multimodal" or (runner != "run_encoder" and has_chat_template(ck))
+    chat = runner == "run_multimodal" or (runner not in ("run_encoder", *VISION_RUNNERS) and has_chat_template(ck))
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)
 
@@ -109,7 +137,8 @@ SELECTION_TASKS = ("text-generation", "image-text-to-text")
 SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
-TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS
+VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification")
+TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS
 
 # %% ../nbs/10_transformers.ipynb #192fadde
 GENERATION_TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS
@@ -122,9 +151,11 @@ def unsupported(task:str, # the listing's pipeline_tag
     "Why no runner does what the card promises for this model's task."
     if config.get("model_type") not in known:
         return f"transformers does not know model_type {config.get('model_type')!r} and the repo brings no code for it"
+    arch = (config.get("architectures") or ["no architectures"])[0]
     if task in GENERATION_TASKS and runner == "run_encoder":
-        arch = (config.get("architectures") or ["no architectures"])[0]
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
+    if task in VISION_TASKS and runner not in VISION_RUNNERS:
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder or zero-shot image class ({arch}): no vision runner serves it"
 
 # %% ../nbs/10_transformers.ipynb #486ae016
 def runner_and_fit(info:ModelInfo, # the listing's item, with a config
@@ -191,14 +222,27 @@ within twice the bf16 CPU run's distance to it. Without a head, each token's
 hidden state must have a cosine similarity of at least 0.99 with fp32's, or a
 cosine distance to it at most twice the bf16 CPU run's.
 
+An image model runs one forward pass too, on one NeuronCore, compiled whole,
+on one photograph: {PHOTO}, through the checkpoint's own image processor.
+An image classifier loads with the head class its checkpoint declares; its top
+label is held to the encoders' rule, and its five likeliest labels must share
+at least four with fp32's. An image encoder without a head (ViT, DINOv2, a
+vision tower) is held as a text encoder without a head, on its pooled
+embedding and each patch's hidden state. A zero-shot image classifier (CLIP,
+SigLIP) reads the candidate labels {", ".join(CANDIDATE_LABELS)}, each in the
+sentence `"{HYPOTHESIS}"`: its image and label embeddings are held as an
+encoder's hidden states, and it must rank the labels as fp32 does, two labels
+swapped only at a near-tie.
+
 The models are the top `text-generation` and `image-text-to-text` models on
 the Hub by downloads and trending, reselected before each sweep: the 100
 best-ranked form the selection. The sweep's list continues with the models of
 these tasks, of `translation` and `summarization`, encoder-decoder models
 included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `text-classification`, `question-answering`, `zero-shot-classification`,
-`feature-extraction`, `sentence-similarity` and `text-ranking`), down to rank
-1000 among the Hub's transformers models of their task, by downloads or
+`feature-extraction`, `sentence-similarity` and `text-ranking`), and of the
+vision tasks (`image-classification`, `image-feature-extraction` and
+`zero-shot-image-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their
 last run. Quantized checkpoints and models that need `trust_remote_code` are
@@ -211,4 +255,5 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
 
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,
-    tested=TESTED, carried="neuron_support.transformers_runs")
+    tested=TESTED, carried="neuron_support.transformers_runs",
+    runner_modules=dict.fromkeys(VISION_RUNNERS, "neuron_support.transformers_vision_runs"))

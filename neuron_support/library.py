@@ -7,7 +7,7 @@ __all__ = ['LIBRARIES', 'Library', 'register']
 
 # %% ../nbs/05_library.ipynb #87b749c4
 import importlib, importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 from .stack import UsageError, package_version
@@ -25,10 +25,15 @@ class Library:
     tested: str = ""            # what a run tests, in a sentence of the dataset card
     version: Callable|None = None # () -> the version that names the pair (default: the installed distribution's)
     config_file: str = "config.json" # the file a plan reads first (a diffusers pipeline's is model_index.json)
+    runner_modules: dict = field(default_factory=dict) # runner -> the module run.py carries for it instead of `carried` (transformers' vision runners)
 
     def installed_version(self)->str:
         "The library's version as the pair names it."
         return self.version() if self.version else package_version(self.name)
+
+    def carried_for(self, runner:str|None=None)->str:
+        "The module a run of `runner` carries: its own where the library gives one, else the library's."
+        return self.runner_modules.get(runner, self.carried)
 
 # %% ../nbs/05_library.ipynb #2443a91f
 LIBRARIES = {} # name -> Library: those registered from outside the package, in registration order (the package's own are listed by `libraries`)

@@ -38,7 +38,7 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in VERSION_COLUMNS if k not in DEVICE_VERSIONS),
              "# packages added on top of that stack:", "# pip install " + " ".join(added_packages(stack, packages)),
              "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)",
-             "# code: the modules " + ", ".join(m.rsplit(".", 1)[-1] for m in carried_modules(stack.library)) + " of neuron_support, verbatim,",
+             "# code: the modules " + ", ".join(m.rsplit(".", 1)[-1] for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
              "#       less their imports of each other; the last line hands the library's RUNNERS and CHECKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
     if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {hub}: rerun it with HF_ENDPOINT={hub} python3 run.py")
@@ -55,9 +55,9 @@ CARRIED_CORE = ("neuron_support.facts", "neuron_support.processes", "neuron_supp
 ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
-def carried_modules(library:str="transformers")->tuple:
-    "The modules run.py carries for a library: the core's, then the library's own."
-    return CARRIED_CORE + (library_of(library).carried,)
+def carried_modules(library:str="transformers", runner:str|None=None)->tuple:
+    "The modules run.py carries for a library's runner: the core's, then the library's own for that runner."
+    return CARRIED_CORE + (library_of(library).carried_for(runner),)
 
 # %% ../nbs/18_script.ipynb #76fba48a
 def carried_text(module:str, # a carried module, e.g. "neuron_support.core"
@@ -80,9 +80,9 @@ def carried_imports(text:str, # a carried module's source
                      for n in range(node.lineno, node.end_lineno + 1))
 
 # %% ../nbs/18_script.ipynb #783d1eae
-def module_text(library:str="transformers")->str:
+def module_text(library:str="transformers", runner:str|None=None)->str:
     "The code of run.py: each carried module's text in order, then the line that runs the plan with the library's runners and checks."
-    mods = carried_modules(library)
+    mods = carried_modules(library, runner)
     return "\n".join(carried_text(m, mods) for m in mods) + "\n" + ENTRY
 
 # %% ../nbs/18_script.ipynb #37be1030
@@ -97,7 +97,7 @@ def render_run_py(plan:Plan, # the plan
     "The standalone script of one run: header, PLAN, module."
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
     plan_text = "PLAN = " + pprint.pformat(d, sort_dicts=False, width=120) + "\n\n"
-    return render_header(d, stack, packages) + plan_text + (module_text(stack.library) if module is None else module)
+    return render_header(d, stack, packages) + plan_text + (module_text(stack.library, plan.runner) if module is None else module)
 
 # %% ../nbs/18_script.ipynb #s6a00004
 EXPLANATORY = ("fit",) # PLAN's values that explain, and change nothing that runs

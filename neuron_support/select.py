@@ -311,6 +311,9 @@ SYNTHETIC_CONFIGS = {
     "feature-extraction": {"architectures": ["BertModel"], "model_type": "bert"},
     "sentence-similarity": {"architectures": ["BertModel"], "model_type": "bert"},
     "text-ranking": {"architectures": ["BertForSequenceClassification"], "model_type": "bert", "num_labels": 1},
+    "image-classification": {"architectures": ["ViTForImageClassification"], "model_type": "vit"},
+    "image-feature-extraction": {"architectures": ["Dinov2Model"], "model_type": "dinov2"},
+    "zero-shot-image-classification": {"architectures": ["CLIPModel"], "model_type": "clip", "text_config": {}, "vision_config": {}},
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 

@@ -181,7 +181,8 @@ def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float):
 # too: it gets a row in both tables). 2 slots, 15 minutes a run.
 DEMO_SWEEP_ONLY = {
     "transformers": ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-no-weights", "neuron-support-demo/giant-405b",
-                     "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code"],
+                     "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code",
+                     "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip"],
     "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
     "diffusers": ["neuron-support-demo/tiny-sd", "neuron-support-demo/tiny-sd3", "neuron-support-demo/tiny-sd-vae-attention",

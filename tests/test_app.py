@@ -753,10 +753,11 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     df = load_tables(str(demo_sweep))
     assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"]
     assert set(df.model_id) == {m for ids in DEMO_SWEEP_ONLY.values() for m in ids}
-    # each row is its sweep's, ranked; but one: transformers' list goes on past its selection (the text-generation and
-    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 is there, listed and run, not selected
+    # each row is its sweep's, ranked; but four: transformers' list goes on past its selection (the text-generation and
+    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 and the three vision models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
-    assert list(zip(beyond.library, beyond.model_id)) == [("transformers", "sentence-transformers/all-MiniLM-L6-v2")], beyond
+    assert set(zip(beyond.library, beyond.model_id)) == {("transformers", "sentence-transformers/all-MiniLM-L6-v2"), ("transformers", f"{DEMO}/tiny-vit"),
+                                                         ("transformers", f"{DEMO}/tiny-dinov2"), ("transformers", f"{DEMO}/tiny-clip")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("diffusers")   # diffusers swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
@@ -764,14 +765,15 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert pg.locator("#view").input_value() == "Overview"
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
     assert pg.locator("#models p").first.inner_text() == "15 models: 7 PASS, 1 FAIL(gen), 7 EXCLUDED"
-    assert pg.locator("#view-note").inner_text() == "Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, transformers 5."
+    assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, transformers 5. "
+                                                     "Not shown here: 3 more models (every model's latest run).")   # the vision models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
     assert pg.locator("#models p").first.inner_text() == "5 models: 1 PASS, 4 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 5. "
-                                                     "Not shown here: 1 more model (every model's latest run).")
+                                                     "Not shown here: 4 more models (every model's latest run).")
     # Selected is still the newest selection alone: diffusers', swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")
@@ -780,6 +782,32 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     clean(pg)
     assert pg.outside == []
     pg.context.close()
+
+
+def test_an_image_classifiers_page_shows_its_photograph_and_both_rankings(browser, demo_sweep, demo_sweep_url):
+    "The tiny ViT of the session's sweep: its page shows the photograph it saw and the device's and the CPU's top five, with their probabilities."
+    model = f"{DEMO}/tiny-vit"
+    pg = folder_page(browser, demo_sweep_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+    notes = pg.locator("#notes").inner_text()
+    device, cpu = notes.split(" | ")
+    ranked = lambda text, who: re.fullmatch(who + r": (?:[^;]+ [01]\.\d\d; ){4}[^;]+ [01]\.\d\d", text)
+    assert ranked(device, "top-5 on cpu") and ranked(cpu, "CPU fp32"), notes
+    assert pg.locator("#check").inner_text().startswith("cpu_match: ")
+    pair = df_pair(demo_sweep, model)
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/runs/{pair}/{model.replace('/', '--')}/input.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the photograph it saw"]
+    assert natural_widths(pg, "#pictures img") == [224]   # fetched and decoded: the photograph itself
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def df_pair(folder, model:str)->str:
+    "The pair of a model's newest row in a dataset folder."
+    from neuron_support.app import load_tables
+    df = load_tables(str(folder))
+    return df[df.model_id == model].sort_values("tested_at").pair.iloc[-1]
 
 
 @pytest.fixture(scope="module")

@@ -409,16 +409,17 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
-ALLOWED_IMPORTS = {"argparse", "ctypes", "functools", "gc", "hashlib", "io", "json", "math", "os", "re", "resource", "signal", "socket", "sys", "time",
+ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "functools", "gc", "hashlib", "io", "json", "math", "os", "re", "resource", "signal", "socket", "sys", "time",
                    "traceback", "urllib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
                    "torch_neuronx"}
 
 
-@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
-def test_the_carried_modules_import_nothing_else_of_the_package(library):
+@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("sentence-transformers", None),
+                                            ("diffusers", None)])
+def test_the_carried_modules_import_nothing_else_of_the_package(library, runner):
     """run.py is the carried modules' text: each may import the standard library, torch and the libraries' world, and the
     other carried modules (the lines run.py leaves out), never the rest of neuron_support."""
-    carried = carried_modules(library)
+    carried = carried_modules(library, runner)
     for module in carried:
         tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

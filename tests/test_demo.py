@@ -29,6 +29,8 @@ ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm
             "tiny-deberta-nli": ("DebertaV2ForSequenceClassification", "zero-shot-classification"),
             "tiny-bert-qa": ("BertForQuestionAnswering", "question-answering"),
             "tiny-bert-embed": ("BertModel", "sentence-similarity")}
+VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "tiny-dinov2": ("Dinov2Model", "image-feature-extraction"),
+          "tiny-clip": ("CLIPModel", "zero-shot-image-classification")}
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +83,7 @@ def test_crashed_build_is_rebuilt(tmp_path):
 
 def test_every_entry_has_its_files(catalog, entries):
     ids = set(entries)
-    expected = {SMOL, MINILM} | {f"{ORG}/{n}" for n in [*CAUSAL, *SEQ2SEQ, *MULTIMODAL, *ENCODERS]}
+    expected = {SMOL, MINILM} | {f"{ORG}/{n}" for n in [*CAUSAL, *SEQ2SEQ, *MULTIMODAL, *ENCODERS, *VISION]}
     assert expected <= ids
     no_weights = {f"{ORG}/giant-405b", f"{ORG}/tiny-no-weights"}
     for id, e in entries.items():
@@ -94,7 +96,8 @@ def test_every_entry_has_its_files(catalog, entries):
                        if not k.startswith(("tokenizer", "scheduler"))), id
         else:
             assert "config.json" in files, id
-            assert "tokenizer.json" in files or "vocab.txt" in files, id
+            processor = "preprocessor_config.json" in files or "processor_config.json" in files   # an image model's; CLIP's with a tokenizer
+            assert "tokenizer.json" in files or "vocab.txt" in files or (processor and id.split("/")[1] in VISION), id
             assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
         assert e["library_name"] in libraries() and e["pipeline_tag"] and e["demo"]["covers"], id
         assert isinstance(e["downloads"], int) and isinstance(e["trendingScore"], int), id
@@ -110,7 +113,7 @@ def test_pipeline_tags(entries):
     assert entries[MINILM]["pipeline_tag"] == "feature-extraction"
     for n in CAUSAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "text-generation"
     for n in MULTIMODAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "image-text-to-text"
-    for n, (_, tag) in {**SEQ2SEQ, **ENCODERS}.items(): assert entries[f"{ORG}/{n}"]["pipeline_tag"] == tag, n
+    for n, (_, tag) in {**SEQ2SEQ, **ENCODERS, **VISION}.items(): assert entries[f"{ORG}/{n}"]["pipeline_tag"] == tag, n
 
 
 def test_weights_are_bf16_and_vocab_matches_tokenizer(catalog):
@@ -192,6 +195,25 @@ def test_encoder_forward(catalog, name):
     if name == "tiny-bert-ner": assert out.logits.shape[:2] == (1, 128) and cfg.num_labels > 2
     if name == "tiny-bert-qa": assert out.start_logits.shape == (1, 128)
     if name == "tiny-bert-embed": assert out.last_hidden_state.shape[:2] == (1, 128)
+
+
+@pytest.mark.parametrize("name", list(VISION))
+def test_vision_forward(catalog, name):
+    "Each vision model loads with its declared class and its own processor, and runs on an image of any size at the processor's size."
+    from PIL import Image
+    import numpy as np
+    model = load(catalog, name)
+    assert type(model).__name__ == VISION[name][0]
+    img = Image.fromarray(np.random.default_rng(0).integers(0, 255, (300, 451, 3), dtype=np.uint8))
+    if name == "tiny-clip":
+        x = transformers.AutoProcessor.from_pretrained(repo(catalog, name))(text=["This is a photo of cat.", "This is a photo of dog."],
+                                                                             images=img, padding=True, return_tensors="pt")
+    else: x = transformers.AutoImageProcessor.from_pretrained(repo(catalog, name))(images=img, return_tensors="pt")
+    assert x["pixel_values"].shape == (1, 3, 224, 224)
+    with torch.no_grad(): out = model(**{k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in x.items()})
+    if name == "tiny-vit": assert out.logits.shape == (1, 8) and model.config.id2label[0] == "tabby, tabby cat"
+    if name == "tiny-dinov2": assert out.last_hidden_state.shape == (1, 1 + 16 * 16, 32)
+    if name == "tiny-clip": assert out.logits_per_image.shape == (1, 2)
 
 
 def test_minilm_is_the_real_encoder(catalog):

@@ -66,11 +66,12 @@ def test_no_star_import_no_registration_by_mutation_no_fcntl():
     assert [m for m, t in text.items() if "fcntl" in t] == []
 
 
-@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
-def test_run_py_is_the_carried_modules_verbatim(library):
+@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("sentence-transformers", None),
+                                            ("diffusers", None)])
+def test_run_py_is_the_carried_modules_verbatim(library, runner):
     """run.py's code is each carried module's text in order, byte for byte, less only its imports of the other carried
     modules, and then the one line that hands the library's RUNNERS and CHECKS to main."""
-    code, carried = module_text(library), carried_modules(library)
+    code, carried = module_text(library, runner), carried_modules(library, runner)
     assert carried[:len(CARRIED_CORE)] == CARRIED_CORE and len(carried) == len(CARRIED_CORE) + 1
     assert code.endswith("\n" + ENTRY) and code.count(ENTRY) == 1
     at = 0

@@ -16,9 +16,10 @@ from neuron_support.stack import UsageError, detect_stack
 
 TASKS = ["text-generation", "image-text-to-text", "translation", "summarization", "fill-mask", "token-classification",
          "text-classification", "question-answering", "zero-shot-classification", "feature-extraction",
-         "sentence-similarity", "text-ranking"]
+         "sentence-similarity", "text-ranking", "image-classification", "image-feature-extraction", "zero-shot-image-classification"]
 PAGE = 4  # the test server's page size: every ranking of more than 4 models is paged
 EXTRA = "neuron-support-test/bert-as-generator"  # a BERT listed under text-generation: unsupported-task
+NOT_VISION = "neuron-support-test/bert-as-image-classifier"  # a BERT listed under image-classification: unsupported-task
 PICKLE = "neuron-support-test/tiny-llama-pickle"  # weights only in a float32 pytorch_model.bin: planned from its size
 EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-llama-gptq": ("quantized", "quantization_config.quant_method = 'gptq'"),
@@ -29,19 +30,22 @@ EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-no-weights": ("no-weights", "no .safetensors or pytorch_model*.bin file"),
     "neuron-support-demo/tiny-bad-config": ("no-config", "does not parse"),
     EXTRA: ("unsupported-task", "(BertForMaskedLM): no runner generates with it"),
+    NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder or zero-shot image class "
+                                     "(BertForSequenceClassification): no vision runner serves it"),
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 
 
 @pytest.fixture(scope="module")
 def select_catalog(demo_catalog, tmp_path_factory) -> Path:
-    "The demo catalog (hard links) plus one model that no runner can generate with."
+    "The demo catalog (hard links) plus a model that no runner can generate with, a text classifier listed as an image classifier, and one with only a pickle."
     root = tmp_path_factory.mktemp("select-catalog")
     shutil.copytree(demo_catalog / "models", root / "models", copy_function=os.link)
-    d = root / "models" / EXTRA
-    d.mkdir(parents=True)
-    (d / "config.json").write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert"}))
-    (d / "model.safetensors").write_bytes(ONE_TENSOR)
+    for id, arch in ((EXTRA, "BertForMaskedLM"), (NOT_VISION, "BertForSequenceClassification")):
+        d = root / "models" / id
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"architectures": [arch], "model_type": "bert"}))
+        (d / "model.safetensors").write_bytes(ONE_TENSOR)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     d = root / "models" / PICKLE
@@ -54,6 +58,8 @@ def select_catalog(demo_catalog, tmp_path_factory) -> Path:
                           "downloads": 700_000, "trendingScore": 33})
     cat["models"].append({"id": PICKLE, "pipeline_tag": "text-generation", "library_name": "transformers",
                           "downloads": 650_000, "trendingScore": 31})
+    cat["models"].append({"id": NOT_VISION, "pipeline_tag": "image-classification", "library_name": "transformers",
+                          "downloads": 480_000, "trendingScore": 11})
     (root / "catalog.json").write_text(json.dumps(cat))
     return root
 

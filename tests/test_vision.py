@@ -1,0 +1,63 @@
+"""Issue 29: transformers' vision runners. The demo's three vision models swept through the real command (the session's
+shared sweep, tests/conftest.py), their notebooks showing the photograph and both rankings, run.py rerun alone, and each
+check failing on damaged weights."""
+import json, os, re, shutil, subprocess, sys
+
+import nbformat
+import pytest
+
+from neuron_support.demo import build_demo
+from neuron_support.publish import read_table, table_path
+from neuron_support.stack import detect_stack, pair_key
+from neuron_support.sweep import run_folder
+
+TR = detect_stack("cpu", found={}, library="transformers")
+PAIR = pair_key(TR)
+DEMO = "neuron-support-demo"
+VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image"}
+
+
+def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_libraries):
+    """Each vision model of the session's sweep: its runner, one core, PASS, checked against the CPU with `cpu_match` Y or a
+    near-tie, its prediction in `notes`; the photograph beside its notebook, and the notebook showing it and the rankings."""
+    out, p = demo_sweep_of_libraries   # read only
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = read_table(table_path(out, PAIR)).set_index("model_id")
+    for model, runner in VISION.items():
+        row = table.loc[model]
+        assert (row.runner, row.neuron_cores, row.result, row.check) == (runner, 1, "PASS", "cpu"), row[["result", "notes", "error"]]
+        assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
+        assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
+                            "run_zero_shot_image": "zero-shot-image-classification"}[runner]
+        assert "transformers_vision_runs" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
+        folder = run_folder(out, PAIR, model)
+        assert json.loads((folder / "outcome.json").read_text())["images"] == ["input.png"]
+        outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert any("image/png" in o.get("data", {}) for o in outputs)   # the photograph
+        tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}) and "CPU bf16" in o["data"]["text/html"]]
+        assert len(tables) == 1, model   # the comparison, rank by rank (an encoder's: by kind of row)
+    vit, clip = table.loc[f"{DEMO}/tiny-vit"], table.loc[f"{DEMO}/tiny-clip"]
+    assert re.fullmatch(r"top-5 on cpu: (?:[^;|]+ [01]\.\d\d; ){4}[^;|]+ [01]\.\d\d \| CPU fp32: (?:[^;|]+ [01]\.\d\d; ){4}[^;|]+ [01]\.\d\d", vit.notes), vit.notes
+    assert re.fullmatch(r"labels on cpu: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5} \| CPU fp32: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5}", clip.notes), clip.notes
+    assert table.loc[f"{DEMO}/tiny-dinov2", "notes"].startswith("hidden states 32-d, 258 rows (pooled, then each patch): min cosine ")
+    # run.py stands alone: rerun outside the sweep, in a copy of its folder, it prints the same verdict
+    from neuron_support.hub import hub_env
+    alone = shutil.copytree(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), tmp_path / "alone")
+    again = subprocess.run([sys.executable, "run.py"], cwd=alone, capture_output=True, text=True, timeout=900,
+                           env={**os.environ, **hub_env(demo_hub, tmp_path / "hf")})
+    outcome = json.loads(again.stdout.strip().splitlines()[-1])
+    assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes), again.stderr[-2000:]
+
+
+@pytest.mark.parametrize("model, want", [("tiny-vit", r"N differs: "), ("tiny-dinov2", r"N first differs at row \d+: cosine"),
+                                         ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)")])
+def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
+    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's and the zero-shot check each say N."
+    from neuron_support.libraries import make_plan
+    from neuron_support.script import execute_plan
+    plan = make_plan(str(build_demo() / "models" / DEMO / model), stack=TR)
+    outcome, run_py, _ = execute_plan(plan, TR, tmp_path / "run", time_limit=600, perturb="noise", reference_cache=tmp_path / "refs",
+                                      echo=lambda line: None)
+    assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
+    assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]
+    assert "'perturb': 'noise'" in run_py
