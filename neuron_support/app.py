@@ -4,14 +4,15 @@
 
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'ALL',
-           'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'PICTURES', 'CLOSENESS',
-           'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo',
-           'pair_files', 'read_pair', 'load_tables', 'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns',
-           'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of',
-           'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files',
-           'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render', 'header_of', 'model_link', 'choices',
-           'script_header', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
-           'wants_popularity', 'load_results', 'serve_app']
+           'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'WAVEFORM_PICTURE',
+           'INPUT_AUDIO', 'PICTURES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS',
+           'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows',
+           'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary',
+           'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url',
+           'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class',
+           'safe_url', 'render', 'header_of', 'model_link', 'choices', 'script_header', 'clean_notebook_html',
+           'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets', 'wants_popularity', 'load_results',
+           'serve_app']
 
 # %% ../nbs/21_app.ipynb #14239873
 from fastcore.basics import patch
@@ -357,7 +358,9 @@ def graph_breaks_text(row:pd.Series)->str:
 
 # %% ../nbs/21_app.ipynb #a7c1d002
 DEVICE_PICTURE, CPU_PICTURE, INPUT_PICTURE = "image.png", "image_cpu.png", "input.png" # a text-to-image run's pictures; an image model's input
-PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw"}   # beside a run's notebook, with their captions
+WAVEFORM_PICTURE, INPUT_AUDIO = "waveform.png", "input.wav" # an audio model's clip: its waveform, and the clip itself
+PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw",
+            WAVEFORM_PICTURE: "the clip it heard"}   # beside a run's notebook, with their captions
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
                  )->frozenset: # paths in the dataset: runs/<pair>/<org>--<name>/image.png (and image_cpu.png)
@@ -365,8 +368,8 @@ def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
     if repo := hub_repo(data):
         try: found = [f.path for f in HfApi(endpoint=os.environ.get("HF_ENDPOINT")).list_repo_tree(repo, "runs", recursive=True, repo_type="dataset")]
         except EntryNotFoundError: return frozenset()   # no runs/ folder
-    else: found = [p.relative_to(data).as_posix() for name in PICTURES for p in Path(data).glob(f"runs/*/*/*/{name}")]
-    return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in PICTURES)
+    else: found = [p.relative_to(data).as_posix() for name in (*PICTURES, INPUT_AUDIO) for p in Path(data).glob(f"runs/*/*/*/{name}")]
+    return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in (*PICTURES, INPUT_AUDIO))
 
 # %% ../nbs/21_app.ipynb #a7c1d007
 def run_folder(pair:str, model_id:str)->str:
@@ -623,6 +626,7 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
                        details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
+                       clip=self.picture_url(row.pair, model_id, INPUT_AUDIO),
                        run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 
 # %% ../nbs/21_app.ipynb #609cfc9c
@@ -802,7 +806,7 @@ def web_app(self:Results)->"fastapi.FastAPI":
     @app.get("/files/{path:path}")
     def files(path:str):
         if f := self.run_file(path):
-            return FileResponse(f, filename=f.name, content_disposition_type="inline" if f.name in PICTURES else "attachment",
+            return FileResponse(f, filename=f.name, content_disposition_type="inline" if f.name in (*PICTURES, INPUT_AUDIO) else "attachment",
                                 headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
         return Response("not found", 404, media_type="text/plain")
 

@@ -7,12 +7,12 @@ __all__ = ['DYNAMO_REFUSALS', 'IMPORT_NAMES', 'DEPENDENCY_TABLES', 'TIKTOKEN_LIN
            'HUB_PROBE_TIMEOUT', 'WARM_LIMIT', 'rank_environment', 'init_rank', 'distributed_config', 'load_model',
            'perturb_weights', 'plain', 'compiled', 'compile_forward', 'compile_run', 'compiled_graphs',
            'graph_break_reason', 'graph_breaks', 'compile_cache_entries', 'synchronize', 'peak_memory_gb',
-           'reserved_memory_gb', 'timed', 'rank_main', 'free_port', 'say', 'run_summary', 'rank_context', 'end_ranks',
-           'launch_ranks', 'describe_exit', 'result_class', 'importable', 'normalized', 'optional_dependencies',
-           'installed', 'missing_packages', 'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt',
-           'device_attempt', 'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images',
-           'side_by_side', 'hub_answers', 'settle_hub', 'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main',
-           'end']
+           'reserved_memory_gb', 'timed', 'forward_twice', 'rank_main', 'free_port', 'say', 'run_summary',
+           'rank_context', 'end_ranks', 'launch_ranks', 'describe_exit', 'result_class', 'importable', 'normalized',
+           'optional_dependencies', 'installed', 'missing_packages', 'tokenizer_packages', 'available_memory_bytes',
+           'reference_key', 'attempt', 'device_attempt', 'eager_attempt', 'failure_message', 'whose_failure', 'to_pil',
+           'save_images', 'side_by_side', 'hub_answers', 'settle_hub', 'resolve_checkpoint', 'warm_model_code',
+           'run_plan', 'main', 'end']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback, urllib.error, urllib.request
@@ -171,6 +171,22 @@ def timed(fn, device:str)->tuple: # (value, seconds)
     value = fn()
     synchronize(device)
     return value, time.perf_counter() - start
+
+# %% ../nbs/08_core.ipynb #9c4c1e35
+def forward_twice(model, # the loaded model
+                  inputs:dict, # its call's tensors, on the CPU, floats in float32
+                  plan:dict, state:dict, device:str, # the run's plan, the rank's state (its phase), the rank's device
+                  output, # output(the model's output) -> what the check compares, on the CPU
+                 )->dict:
+    "One compiled call of the model (then a warm one): the compared output, the inputs, timings and graphs."
+    before = compile_run(model, plan, state, "forward")
+    dev = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).to(device) for k, v in inputs.items()}
+    with torch.inference_mode():
+        out, first_s = timed(lambda: model(**dev), device)
+        _, warm_s = timed(lambda: model(**dev), device)
+    graphs, cached = compiled_graphs(plan["backend"], before)
+    return {"output": output(out), "inputs": {k: v.cpu() for k, v in inputs.items()}, "first_s": first_s, "warm_s": warm_s,
+            "compile_s": max(first_s - warm_s, 0.0), "tokens_per_s": None, "text": "", "graphs": graphs, "graphs_cached": cached}
 
 # %% ../nbs/08_core.ipynb #5382def0
 def rank_main(rank:int, port:int, plan:dict, path:str, runner, conn):
@@ -414,10 +430,12 @@ def to_pil(image:torch.Tensor): # a PIL image
     return Image.fromarray((image.float().clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).contiguous().numpy())
 
 # %% ../nbs/08_core.ipynb #aa0098cc
-def save_images(images:dict, # {file name: [3, H, W] picture}
+def save_images(images:dict, # {file name: [3, H, W] picture, or bytes: a file as it is (an audio run's clip)}
                 out_dir:str)->list: # the file names written
-    "Each picture as a PNG file in `out_dir`."
-    for name, image in images.items(): to_pil(image).save(os.path.join(out_dir, name))
+    "Each picture as a PNG file in `out_dir`, and each file given as bytes as it is."
+    for name, image in images.items():
+        if isinstance(image, bytes): open(os.path.join(out_dir, name), "wb").write(image)
+        else: to_pil(image).save(os.path.join(out_dir, name))
     return list(images)
 
 # %% ../nbs/08_core.ipynb #d5e9e0cb

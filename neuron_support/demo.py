@@ -5,15 +5,16 @@
 # %% auto #0
 __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOKEN', 'DEMO_DIR', 'SMOLLM2_GGUF', 'GGUF_SCALARS',
            'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING',
-           'CUSTOM_UNET', 'IMAGENET_LABELS', 'VISION_HEAD_SCALE', 'TINY_VIT', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE',
-           'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer', 'gguf_llama_config',
-           'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm', 'bpe_tokenizer',
-           'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config', 'save_bert', 'folder_digest', 'decoder_ids',
-           'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart', 'image_chat_template',
-           'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta', 'save_distilbert',
-           'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer', 'tiny_clip',
-           'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet', 'save_vit_classifier',
-           'save_dinov2', 'save_clip_zero_shot', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text',
+           'CUSTOM_UNET', 'IMAGENET_LABELS', 'HEAD_SCALE', 'TINY_VIT', 'WHISPER_SPECIALS', 'CTC_VOCAB', 'AUDIO_LABELS',
+           'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf',
+           'gguf_tokenizer', 'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights',
+           'save_smollm2', 'save_minilm', 'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config',
+           'save_bert', 'folder_digest', 'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5',
+           'save_bart', 'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
+           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer',
+           'tiny_clip', 'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet',
+           'save_vit_classifier', 'save_dinov2', 'save_clip_zero_shot', 'whisper_tokenizer', 'save_whisper',
+           'save_wav2vec2_ctc', 'save_ast', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text',
            'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed',
            'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
 
@@ -30,7 +31,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "6"
+DEMO_VERSION = "8"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -485,14 +486,14 @@ def save_sd_custom_unet(dest:Path, catalog:Path):
 
 # %% ../nbs/02_demo.ipynb #ff8be507
 IMAGENET_LABELS = ["tabby, tabby cat", "tiger cat", "Egyptian cat", "lynx", "golden retriever", "sports car", "teapot", "volcano"]
-VISION_HEAD_SCALE = 40 # a random head's logits over eight labels are within 0.5 of each other; scaled, a few units apart
+HEAD_SCALE = 40 # a random head's logits over eight labels are within 0.5 of each other; scaled, a few units apart
 TINY_VIT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=224)
 
 def save_vit_classifier(dest:Path, catalog:Path):
-    "A tiny ViT image classifier over eight ImageNet labels, its head scaled by VISION_HEAD_SCALE, with ViT's image processor."
+    "A tiny ViT image classifier over eight ImageNet labels, its head scaled by HEAD_SCALE, with ViT's image processor."
     torch.manual_seed(seed_of(dest.name))
     model = transformers.ViTForImageClassification(transformers.ViTConfig(**TINY_VIT, patch_size=16, **labels(IMAGENET_LABELS))).eval()
-    with torch.no_grad(): model.classifier.weight.mul_(VISION_HEAD_SCALE)
+    with torch.no_grad(): model.classifier.weight.mul_(HEAD_SCALE)
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     transformers.ViTImageProcessor().save_pretrained(dest)
@@ -513,6 +514,76 @@ def save_clip_zero_shot(dest:Path, catalog:Path):
                                      vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                                                         image_size=224, patch_size=32))
     save_tiny(dest, transformers.CLIPModel, config, transformers.CLIPProcessor(image_processor=transformers.CLIPImageProcessor(), tokenizer=tok))
+
+# %% ../nbs/02_demo.ipynb #74f14906
+WHISPER_SPECIALS = ["<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>",
+                    "<|nocaptions|>", "<|notimestamps|>"]
+
+def whisper_tokenizer(dest:Path)->transformers.WhisperTokenizer:
+    "A Whisper tokenizer of single bytes (no merges) with `<|endoftext|>` and Whisper's special tokens."
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest/"vocab.json").write_text(json.dumps({c: i for i, c in enumerate(bytes_to_unicode().values())} | {"<|endoftext|>": 256}))
+    (dest/"merges.txt").write_text("#version: 0.2\n")
+    tok = transformers.WhisperTokenizer(str(dest/"vocab.json"), str(dest/"merges.txt"), unk_token="<|endoftext|>", bos_token="<|endoftext|>",
+                                        eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS})
+    return tok
+
+# %% ../nbs/02_demo.ipynb #627286e2
+def save_whisper(dest:Path, catalog:Path):
+    "A tiny multilingual Whisper (English and German) with Whisper's feature extractor and a byte-level Whisper tokenizer."
+    tok = whisper_tokenizer(dest)
+    ids = dict(zip(WHISPER_SPECIALS, tok.convert_tokens_to_ids(WHISPER_SPECIALS)))
+    eot = tok.convert_tokens_to_ids("<|endoftext|>")
+    config = transformers.WhisperConfig(vocab_size=len(tok), num_mel_bins=80, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, d_model=32, max_target_positions=448,
+                                        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=ids["<|startoftranscript|>"],
+                                        begin_suppress_tokens=None, suppress_tokens=None)
+    torch.manual_seed(seed_of(dest.name))
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    with torch.no_grad(): model.model.decoder.layer_norm.weight.mul_(HEAD_SCALE)   # the logits scaled: a confident decoder (its output projection is tied to the embeddings)
+    whisper_generation = dict(decoder_start_token_id=ids["<|startoftranscript|>"], no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=True,
+                              lang_to_id={"<|en|>": ids["<|en|>"], "<|de|>": ids["<|de|>"]}, forced_decoder_ids=None, max_length=448,
+                              task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+                              _from_model_config=False)   # a config of its own: one marked as derived from the model's is read without Whisper's fields
+    for k, v in whisper_generation.items(): setattr(model.generation_config, k, v)   # Whisper's own fields, which `update` would not set
+    model.config.dtype = torch.bfloat16
+    model.to(torch.bfloat16).save_pretrained(dest)
+    transformers.WhisperProcessor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(dest)
+
+# %% ../nbs/02_demo.ipynb #b941cd1a
+CTC_VOCAB = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4, **{c: 5 + i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ'")}}
+
+def save_wav2vec2_ctc(dest:Path, catalog:Path):
+    "A tiny Wav2Vec2 CTC model over capital letters, its head scaled, with Wav2Vec2's feature extractor and CTC tokenizer."
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest/"vocab.json").write_text(json.dumps(CTC_VOCAB))
+    tok = transformers.Wav2Vec2CTCTokenizer(str(dest/"vocab.json"), word_delimiter_token="|")
+    fe = transformers.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True, return_attention_mask=False)
+    config = transformers.Wav2Vec2Config(vocab_size=len(CTC_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                         conv_dim=(32, 32, 32), conv_stride=(5, 4, 4), conv_kernel=(10, 4, 4), num_feat_extract_layers=3,
+                                         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, pad_token_id=0)
+    torch.manual_seed(seed_of(dest.name))
+    model = transformers.Wav2Vec2ForCTC(config).eval()
+    with torch.no_grad(): model.lm_head.weight.mul_(HEAD_SCALE)
+    model.config.dtype = torch.bfloat16
+    model.to(torch.bfloat16).save_pretrained(dest)
+    transformers.Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok).save_pretrained(dest)
+
+# %% ../nbs/02_demo.ipynb #1ae1db19
+AUDIO_LABELS = ["Speech", "Music", "Dog", "Vehicle", "Silence"]
+
+def save_ast(dest:Path, catalog:Path):
+    "A tiny Audio Spectrogram Transformer classifier over five labels, its head scaled, with AST's feature extractor (1024 frames of 128 mel bins)."
+    config = transformers.ASTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_length=1024, num_mel_bins=128,
+                                    **labels(AUDIO_LABELS))
+    torch.manual_seed(seed_of(dest.name))
+    model = transformers.ASTForAudioClassification(config).eval()
+    with torch.no_grad(): model.classifier.dense.weight.mul_(HEAD_SCALE)
+    model.config.dtype = torch.bfloat16
+    model.to(torch.bfloat16).save_pretrained(dest)
+    transformers.ASTFeatureExtractor().save_pretrained(dest)
 
 # %% ../nbs/02_demo.ipynb #d33a1543
 def edit_config(dest:Path, # a repo folder with a config.json
@@ -658,6 +729,9 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-vit"), save_vit_classifier, "image-classification", "run_image_classifier: ViT, eight ImageNet labels", 560_000, 47),
         R(d("tiny-dinov2"), save_dinov2, "image-feature-extraction", "run_image_encoder: DINOv2, no head", 340_000, 74),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
+        R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
+        R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),
+        R(d("tiny-ast"), save_ast, "audio-classification", "run_audio_classifier: AST, five labels", 265_000, 27),
         R(d("tiny-llama-gptq"), partial(save_changed, save=llama, change=quantize_top), "text-generation",
           "excluded: quantized (quantization_config)", 870_000, 58),
         R(d("tiny-llava-bnb"), partial(save_changed, save=save_llava, change=quantize_text), "image-text-to-text",

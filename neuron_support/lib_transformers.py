@@ -5,9 +5,11 @@
 # %% auto #0
 __all__ = ['MODEL_FOR_CAUSAL_LM_MAPPING_NAMES', 'MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES',
            'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES',
-           'MODEL_FOR_IMAGE_MAPPING_NAMES', 'EXPERT_KEYS', 'VISION_RUNNERS', 'PHOTO', 'CANDIDATE_LABELS', 'HYPOTHESIS',
-           'SELECTION_TASKS', 'SEQ2SEQ_TASKS', 'ENCODER_TASKS', 'VISION_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED',
-           'TRANSFORMERS', 'is_moe', 'is_causal', 'transformers_names', 'vision_runner', 'choose_runner',
+           'MODEL_FOR_IMAGE_MAPPING_NAMES', 'MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES', 'MODEL_FOR_CTC_MAPPING_NAMES',
+           'MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES', 'EXPERT_KEYS', 'VISION_RUNNERS', 'AUDIO_RUNNERS', 'PHOTO',
+           'CANDIDATE_LABELS', 'HYPOTHESIS', 'CLIP', 'AUDIO_SAMPLES', 'SELECTION_TASKS', 'SEQ2SEQ_TASKS',
+           'ENCODER_TASKS', 'VISION_TASKS', 'AUDIO_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED', 'TRANSFORMERS',
+           'is_moe', 'is_causal', 'transformers_names', 'vision_runner', 'audio_runner', 'choose_runner',
            'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan', 'unsupported',
            'runner_and_fit', 'transformers_exclusion']
 
@@ -26,6 +28,9 @@ MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES = auto_names("MODEL_FOR_SEQ_TO_SEQ_
 MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES = auto_names("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES")
 MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_IMAGE_MAPPING_NAMES = auto_names("MODEL_FOR_IMAGE_MAPPING_NAMES")
+MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES = auto_names("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES")
+MODEL_FOR_CTC_MAPPING_NAMES = auto_names("MODEL_FOR_CTC_MAPPING_NAMES")
+MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES")
 
 # %% ../nbs/10_transformers.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -63,11 +68,22 @@ def vision_runner(arch:str, # architectures[0], or ""
     if model_type in MODEL_FOR_IMAGE_MAPPING_NAMES: return "run_image_encoder", "AutoModel"
     return None
 
+# %% ../nbs/10_transformers.ipynb #202e820a
+AUDIO_RUNNERS = ("run_speech_seq2seq", "run_ctc", "run_audio_classifier")
+
+def audio_runner(arch:str, # architectures[0], or ""
+                )->tuple|None: # (runner name, head class name), or None for a model that is not an audio model
+    "The audio runner and load class for a checkpoint, from its declared class alone."
+    for runner, table in zip(AUDIO_RUNNERS, (MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES, MODEL_FOR_CTC_MAPPING_NAMES, MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES)):
+        if arch and arch in table.values() and arch in transformers_names(): return runner, arch
+    return None
+
 # %% ../nbs/10_transformers.ipynb #d50389f8
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
+    if audio := audio_runner(arch): return audio
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
     if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
         return "run_seq2seq", "AutoModelForSeq2SeqLM"
@@ -95,11 +111,15 @@ def has_chat_template(ck:Checkpoint)->bool:
 PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG" # what the plan names as an image model's input
 CANDIDATE_LABELS = ("cat", "dog", "car", "bird", "house") # a zero-shot image classifier's candidates
 HYPOTHESIS = "This is a photo of {}." # the sentence each candidate is put in: transformers' zero-shot image pipeline's default
+CLIP = f'"{ENCODER_TEXT}" spoken by eSpeak NG, 16 kHz mono, 2.93 s' # what the plan names as an audio model's input
+AUDIO_SAMPLES = 64000 # a raw-sample model's input, the clip padded to 4 s: one shape for every clip
 
 # %% ../nbs/10_transformers.ipynb #a2e8e1a9
 def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_tokens:int=MAX_NEW_TOKENS,
                 prompt:str=PROMPT, min_new_tokens:int=0)->dict:
     "The inputs of a run, per the card."
+    if runner in AUDIO_RUNNERS:
+        return {"clip": CLIP, "samples": AUDIO_SAMPLES, **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
     if runner in VISION_RUNNERS:
         labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
         return {"image": PHOTO, **labels}
@@ -128,7 +148,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated)
-    chat = runner == "run_multimodal" or (runner not in ("run_encoder", *VISION_RUNNERS) and has_chat_template(ck))
+    chat = runner == "run_multimodal" or (runner not in ("run_encoder", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck))
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)
 
@@ -138,7 +158,8 @@ SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
 VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification")
-TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS
+AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
+TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + AUDIO_TASKS
 
 # %% ../nbs/10_transformers.ipynb #192fadde
 GENERATION_TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS
@@ -156,6 +177,8 @@ def unsupported(task:str, # the listing's pipeline_tag
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder or zero-shot image class ({arch}): no vision runner serves it"
+    if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
 
 # %% ../nbs/10_transformers.ipynb #486ae016
 def runner_and_fit(info:ModelInfo, # the listing's item, with a config
@@ -234,15 +257,27 @@ sentence `"{HYPOTHESIS}"`: its image and label embeddings are held as an
 encoder's hidden states, and it must rank the labels as fp32 does, two labels
 swapped only at a near-tie.
 
+An audio model hears one clip: {CLIP}, through the checkpoint's own feature
+extractor (Whisper's pads it to 30 seconds, a raw-sample model's input is
+padded to {AUDIO_SAMPLES // 16000} seconds). A speech encoder-decoder such as Whisper runs its
+encoder once, then generates at most {MAX_NEW_TOKENS} tokens of transcript greedily from
+its decoder with a static cache, after the language and task tokens its
+generation config forces (English where it is multilingual and names none),
+on one NeuronCore; the transcript is held to the generation rule. A CTC model
+(Wav2Vec2, HuBERT) and an audio classifier (AST) run one forward pass: each of
+a CTC model's frames is held to the encoders' rule and its decoded transcript
+must be the CPU's; a classifier's label is held to the encoders' rule.
+
 The models are the top `text-generation` and `image-text-to-text` models on
 the Hub by downloads and trending, reselected before each sweep: the 100
 best-ranked form the selection. The sweep's list continues with the models of
 these tasks, of `translation` and `summarization`, encoder-decoder models
 included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `text-classification`, `question-answering`, `zero-shot-classification`,
-`feature-extraction`, `sentence-similarity` and `text-ranking`), and of the
+`feature-extraction`, `sentence-similarity` and `text-ranking`), of the
 vision tasks (`image-classification`, `image-feature-extraction` and
-`zero-shot-image-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
+`zero-shot-image-classification`) and of the audio tasks
+(`automatic-speech-recognition` and `audio-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their
 last run. Quantized checkpoints and models that need `trust_remote_code` are
@@ -256,4 +291,5 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,
     tested=TESTED, carried="neuron_support.transformers_runs",
-    runner_modules=dict.fromkeys(VISION_RUNNERS, "neuron_support.transformers_vision_runs"))
+    runner_modules={**dict.fromkeys(VISION_RUNNERS, "neuron_support.transformers_vision_runs"),
+                    **dict.fromkeys(AUDIO_RUNNERS, "neuron_support.transformers_audio_runs")})

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'KINDS', 'PANDAS_TYPES', 'STACK_COLUMNS', 'VERBATIM_COLUMNS',
-           'ESCAPES', 'PAIR', 'SPACE', 'CARDS', 'OUTCOME_FILE', 'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text',
-           'is_number', 'column_array', 'validate', 'frame', 'empty_table', 'error_signature', 'printable',
+           'ESCAPES', 'PAIR', 'SPACE', 'CARDS', 'OUTCOME_FILE', 'RUN_MEDIA', 'REPO', 'PUBLISH_TRIES', 'CHANGES',
+           'is_text', 'is_number', 'column_array', 'validate', 'frame', 'empty_table', 'error_signature', 'printable',
            'stack_columns', 'table_row', 'synthetic_row', 'check_pair', 'table_path', 'notebook_path', 'pairs',
            'write_table', 'table_bytes', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows', 'result_counts',
            'example_model', 'render_card', 'pair_library', 'library_pairs', 'read_tables', 'drawn_files',
@@ -335,13 +335,14 @@ def read_tables(data_dir)->dict:
 
 # %% ../nbs/17_publish.ipynb #68850efe
 OUTCOME_FILE = "outcome.json" # run.py's outcome, as the run notebook saves it beside run.py
+RUN_MEDIA = (".png", ".wav") # the kinds of file a run's outcome may name beside it: pictures, and an audio run's clip
 
 def drawn_files(run_dir:Path, # a run's folder
                )->list: # plain file names
-    "The pictures the folder's last outcome names: plain `.png` file names only, none when there is no readable outcome."
+    "The pictures (and clip) the folder's last outcome names: plain `.png` and `.wav` file names only, none when there is no readable outcome."
     try: named = json.loads((Path(run_dir) / OUTCOME_FILE).read_text()).get("images") or []
     except (OSError, ValueError, AttributeError): return []
-    return [n for n in named if isinstance(n, str) and n == Path(n).name and n.endswith(".png") and not n.startswith(".")]
+    return [n for n in named if isinstance(n, str) and n == Path(n).name and n.endswith(RUN_MEDIA) and not n.startswith(".")]
 
 # %% ../nbs/17_publish.ipynb #4b855cde
 def dataset_files(data_dir, # the dataset folder
@@ -389,7 +390,7 @@ def stale_pictures(files:dict, # what the repo should hold (dataset_files)
                   )->list: # paths in the repo
     "The repo's pictures in a run folder being published that its new run did not draw: an older run's."
     folders = {p.rsplit("/", 1)[0] for p in files if p.startswith("runs/") and p.endswith("/run.ipynb")}
-    return sorted(p for p in remote if p.endswith(".png") and p.rsplit("/", 1)[0] in folders and p not in files)
+    return sorted(p for p in remote if p.endswith(RUN_MEDIA) and p.rsplit("/", 1)[0] in folders and p not in files)
 
 # %% ../nbs/17_publish.ipynb #6ceea227
 def changes(files:dict, remote:dict)->list:

@@ -314,6 +314,8 @@ SYNTHETIC_CONFIGS = {
     "image-classification": {"architectures": ["ViTForImageClassification"], "model_type": "vit"},
     "image-feature-extraction": {"architectures": ["Dinov2Model"], "model_type": "dinov2"},
     "zero-shot-image-classification": {"architectures": ["CLIPModel"], "model_type": "clip", "text_config": {}, "vision_config": {}},
+    "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
+    "audio-classification": {"architectures": ["ASTForAudioClassification"], "model_type": "audio-spectrogram-transformer"},
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 

@@ -4,18 +4,18 @@
 
 # %% auto #0
 __all__ = ['PHOTO_JPEG', 'TOP_K', 'TOP_K_OVERLAP', 'INPUT_PICTURE', 'RUNNERS', 'CHECKS', 'photo', 'photo_tensor', 'image_inputs',
-           'embedding_rows', 'vision_output', 'vision_class', 'forward_twice', 'run_image_classifier',
-           'run_image_encoder', 'run_zero_shot_image', 'vision_reference', 'top_k', 'topk_text', 'check_classifier',
-           'label_ranking', 'check_label_ranking', 'check_zero_shot', 'vision_steps', 'check_vision_run']
+           'embedding_rows', 'vision_output', 'vision_class', 'run_image_classifier', 'run_image_encoder',
+           'run_zero_shot_image', 'vision_reference', 'top_k', 'topk_text', 'check_classifier', 'label_ranking',
+           'check_label_ranking', 'check_zero_shot', 'vision_steps', 'check_vision_run']
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #668691e8
+# %% ../nbs/11b_transformers_vision_runs.ipynb #28afe257
 import base64, io
 import torch
 import transformers
-from .core import load_model, compile_run, compiled_graphs, timed, first_line, reference_key
+from .core import load_model, forward_twice, first_line, reference_key
 from .checks import cpu_references, check_encoder, check_hidden_states, near_tie, label_name, NEAR_TIE_NATS
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #2eaa4c05
+# %% ../nbs/11b_transformers_vision_runs.ipynb #35706463
 PHOTO_JPEG = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAMCAgMCAgMDAwMEAwMEBQgFBQQEBQoHBwYIDAoMDAsKCwsNDhIQDQ4RDgsLEBYQERMUFRUVDA8XGBYUGBIUFRT/2wBDAQMEBAUEBQkFBQkUDQsNFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBT/wAARCADgAOADASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDgNC0W70GWW9hbbJbPuIzgPEf85r3LRDaarZwXSqqyYB3L3PvXJaDoMV1p0Ky4kDrhHJ4x3Q10tvBHoVqQpEMLAA5PAIr5dystD7uo+aWpLPpqs7q8fLHIfPHWqF9pdrLDKJY1eB+JYXHD+/sabP4hSZHbOET5ZVY9PRq5vxF4keyl8rBms7vaqupyY27g+3cGsvaXISLOo6hDpVpJapMQjIdjMMkEdQfwP6Vm2niATWQKSkTJIIpG29Gxz/jWbLpU2oyETmXexLvu9VwCB/vAVLAtnYSWtoJ1Zpb0OyH72NvBx6VzNtmhUXX7vxHeRssGwxbgxz93JKsD+hrB1zRZtQtLWednPyfMSOoGSSfwWtq31Sxs7IPJKkAUSNcEDHzK+D+ZI496zofEyagNZ05Y2lgOmhIDnBdhnOD/AD9qjXoCdjj/ABGmq+ONOtnQ+Tam5JAi+8+Bxj2xz+FW9Hke7s7q/eN47SyYrHt4344X8OuPUnPauo8ARfZtLNxcBVZImjhh/wBnblvqTkfgayPDVkfEeh/ZmR47ZXeZ3HDXErk4x7Ko/DNV0aIurkOkavZ69PfSRwKotgYWkKlY4hj94yk/e2jPPritGC40+/0q0tTEPLnbz44wdmIs4jR26jIGT/vVZ8P2tm9jctfJHDZTF7aFIm4aKPhpGPYA5wO5OaswQaFcam8rSLKMi3tbaI4ClRznHoDyT05xzVWszO9ze8L3OnPr87WzyXs1xIhlaNSIl/d5EcfsBznoM881heNWudY03UZ5LZIoYY2SONH6k9WJxxwP512FqYrCfT5rVRBbGRbWGMoA7KpO4+wJxz26Vy3i3/S/D9zpksE0ltEjTXMsYxlmPK/Xn/PbVshI8i/Z98aJb3c1m13FFbpI86ju7jgD6YzivSvibpf/AAlnhnWHjWLzo15lA5Lbfun3A/WvGvht4H1PVfiG8Ig+wrcEDaI9giVj8q4x1CjNfRtlpn9m2P8AZ5jE8QmMaytxvXJwfqcflWtZqM+ZMxpJuFmfP+i+EodAvk0a5lmb7UoLTEYCkDI+nJAqHxXd6nYossEYmv4GCFl+XdGp5b3FWpJZfHWtawr3RhaGV1tZEbCgIwJXPfjqa6DRIY9biaz1VUXUbweTGU7A5IH8qlt3vItJWtHQi1bxdqC+BY9as5Ghlt0DBeu4ZGQK6f4c/FaDxnpX2afKXqvkr1yOtchpl9D5F7oDq73Fu0kGzAywwcHH61558MNLu7XxTNaw3LWtwN4VJBg4zx+eaiUFyPyBSfOuzPqWSe3h1cwLAiZGVm65BFWLiQ3Ozy7jeVJXg9MVxNhfXunabbRXi/aLxEZc/wB7byKba+JmSKALE3nXP39v3VHevMs73R3+TPQbCWE25LEF14BJqaHUntjwQ654rH0xI9S0vrtct1zjpWokCWjx+flwfQcCvRw87qzMWtTYtNeuLhgEC7V5bnoB1qwPEjXAZby1yGPBXsKdBDDDZLItsMS+nXbUqLaPtT7O4J7V60fUn3exXS1hunBtZgZD/A9VbwrYNtlQNceqn5R/jU+o6hpVtujg3pIeGkGefYVmG4ibGC0q+jVpZLVmsYuRsWGmT6HA67GKYOEPIYev1rk9Q8T3Ze4tpA6wT5QMRvWNugzVm78bX/7qykjMJ3BcMeB9fSuZ1X7fe6osFzaGHA5uI2+SYdsj+teM5X1Fr1Ne1gv9NFsb+HzomxGZo+Vce/4etSatpaaCrkuHHDRI542k8fl0rWDy+HtPjV5TNbzJt8mYZBOOCtcd4l8fT3tglvLZxgxHEZZTj/dPcA1je4zV8SeJ4NN07S72Kf8AeyScrn7pPDAj9a5zUQl94gsdRR4pZ7EPHIYmx8hUlWI9mGPxql4jhsvEKb0Y2syoHChdwUjnOe/cfgK0tJ8PQte7lmVLyWMCU42hkbg7T7EA4qHJLUqxnahpc2p3WrCJ9q3jwzeXt5O77wHt3/CtG28GxWM7XdvL5AjmuJct/DE0RT6Y3AfmK1d6eFXd7iRJUupAoLf6y3+XacH+JAwB47Mar6pdy3umSwweRLeSRn5Wk2x3CMgVlz2zjI9CKObXcm2gkBhnurXyJB5bWskHUAwyMoX8Tjnj0rM0jxLp/h64uYbdNttaWwghnJ5ZzGCSAfQYA9zXM2Sv9kvBumhvIZVljQn5txTawBP86gv44dVuIZAvkSzSLvRPmIZckqOwySCfpWi8yGjpvD8i+KY5F3RR4maJLcsNwVBlV455c8/7pqK80pNIGpWenkG7tYRm6c/dkLhpG475xg/4VqeFvAS+HJ5L2B5JboJ5M27BDKTvD4HQ/MB+dal7piWK+JtQkkZRcQwEyMvChiuSPXByPzqk77ENW3MTS7/UzqfhY3YZ7Cyu2Evl/M7uWVYVx2BZi3sBk811un60NO0a5s9UKvfxB7meKEZSBT0+b+I9ACeWJOKIHW0hgjAJkvtYRmkhB4Ubj+AO0L+dVLOGKS9msUaJpLt5bqW4U5jBEmwAZ+82MgemOOlVUa5NUTBe9ueT2/xVmudUvX09/scVtK800ojy4jAAx69vrXvOn6tZaholpJbRk6fOoKyzHL5KHBA6jr+teSSfCq2sX1gxRyCa+Z0kWI5VRsB49QCGGfVquXGvQ6EbPQ1KwZa3Q7ZCQEwGYD1OeM+gpXjK3KNKS3My6+F58Panb2YiRbfyJpI25wisFALfjz9Kyte1SHS/EdjdRxNcpZukk9wq4CvsJAH6V7x4gih1XwxLeojILVWMkpAOVQbmUD2A/OvD9b0OC/8ADms6rpe6KyuH+0C2Jx2GWOe5PGOwBo5tU2FtLI5865BFrc+oblF1I/2kxqvz7HUKvPovP611njXw/E1vFrGmpi/K28ZlQDcT1HH5UmjeDrPUvDRmvxuaKOG1hbADY3bjkjsSf0r0mwsLWKwvLyJAUWcSosmPlRcKP64pOWt0FujPP4bq4bS7HcAL133Bm6AgfMKprbPb3yYczKy+aSvYY6fnT7DUodY8S3No7eWsB2xyD5ck4zj35q7c6Dc6csMJl+0NNExU4xkFsA/nispI0TN7wtqIN8IHUi3hAJ56n3r1HS4rfVr1EZRzyfRRXisSTW7QqRiaQqZtvYjtXoljfy6bpcb7sT3TBV9fLHU/iaUG0xyO7voxKGW1UM4O1QOgHasK/uZLVWto2LyH/WydvoPatWyuDb2AlckTTL8gH8K92rE1EukRMuBD2Xv+denTqJK7IiruxQtblZtyyYbB6EVM5jgjLso2CuZm1B4r4NFgxZ6Vf1y5kl0jMak7hzis3inK6semqXK0u5Bcw2N/qpNxFc2UzDaWdwU/EH+laUjvpWnSK/lXix4ClgXAH86bqenS6pPbyXRgdl6FD82P9qpEtfLllktr1DIpCyIV3EfTjrXJe+x5hk6b4xg1LzLacJa2rA7ixJSMjgMjYOPoaqXkFy0REtvb6xb8L+7I8x/fPTOD1FF/pktzd3NzPYyRjGFktl8uQ47kDIwPejw1YNKJJbB3uixI3yxAYOOR1yv4ispaGkSDR9Lkib93H5qbCroV5HoGX9PwrVg1iPQ0jE9mSn3VLAFkPse49jSWGmzWt+CLiUXTguBCoYsP94elW9RafhblZhMUwdoEqEerIRkH8a579TXfQ4jxPfQ388dtFKYBKd0YblVb2J9/Q1j29tLe3kETRujQMCrO3ocjB7AHPOK3LnRWvC9uWaMlirp5TJgHkNxnH1qhb6Fex35029xOVGIbiKcRzOO+08Z/EUOTvZGiSS1J75LOWSWOVZrWfaJJA44YZJGxhwfY1hzNZjVbFLFVJVftEg6KOME+5xzjrxXSTeFNVv7BdOstU2XMQPl2uoxruyP4Qffrj8RXMRWshv2hvNOfS72FSZio3I2D8wPtjow6cZzScZWvcFJbWOu0291GSPUpBdoDA6eeq4KvC3IlQ/7pBP8Aumu6jsoriaayuZQbt4vLlh3ceSSckeuCy815x4LmR4/IvUf7BIWtoZSAUAJ+UE9sHgg9iPWu7hH9raXYXjAJqemXkcEzMfvRjAbP1H4cZrsptI5ZrUju9RTw94bhjDrizeHMsnO52lKk57nk14+l3JceJJIbaRjGbptwUkFcP8iKPTC8/wC8fWvWfGML6RoD28casJGZCGwcsSCo/OvK9HhNrdXV+sgi8yNp1KnPlkA7iM9eTxWc6qWhcKbep7j4Fvl1yG8u5I43hVp/KYfdbYMA/idx+grxL48aZ/wi/hXw7rZD/wBpCdN8hAwVJJ6+5x+Vev8Aw2hGnW674ilnFE29QQS5ZVPA/DH51a+NWg/234ZiW5jTYy+c42fLGoCnj3HP0q6bWkiJxequc98P/FNxN4e1OC9t0jiNuBboWJMzOgLNg9B1rxHTxr3+naa0Tm2tLnyLmUnCsCxO0D2Hb2rsfh14rk8SeItL0+xL3UEl43myEEYQKRuI7dQPoBWx4oE+ofFG0021VI9MuLWa4ZMBN0yuQXPtkVvtdWMna6dzmvETSaP4e0mztTIk898is8YOI19Of5eteifES8g0r4Y/2nHKEeJ40kZgV3jh+PU1y3jTTTYS6IYRJPbfbjeNJ9796VAyT2GWOPoKl+OdzY2/gJtM1S6ZQoRgRwzHOR+OMiph7zSCXups80+GvhPVPE2qnVGnk+zpI2wOMfOzAAgd+CPpivT7xbtPENzpczbLqxsytq4/i2kEfnzWx8CvDsDeHrCQK6eTExT5s8kgj8gKueJ9S05/Fc960yRoytCWx0HCk/U0uZybbBRUUkQ2egT6lHbWyrtmu5g7SNyVXALD+ddxYWtpqep3EjgLaWahCf7qqMY/H+tVrKa10y2s2yfMlcqiEZIjBwx+p4FWdetPJ024Ct5UkjieY9AWx8o+gH61TikhJ3ZcW7+0K9yFwpGEUdAB0H5VzerzfaMm4mITsora8LXcVxDJasPmi4PPOaz9a8P5laRskE8D0ohd6G8Gk7nMS232yQLFwO1dbaaT5GkEy4IA71Q0HSybnLY254rS8W61BYaf9nicFz1rpo0LzubYiv7tkQ2sv9rRTExxWrFNqGSEl1Ofvc9qyLrTfE1qwXSZ21SJmwRCPICn3I4/nXIz/FPS9PSS2mvPtEqE8tu5/LrVjSfj14dllgtdVsXtwoHk3MIY5H0Jrz4qS6HO0n1C1s7qTxFNHrAv4breQTao2CB1BYAZ+tdZf6KyaUlzAVvGXJVLgsjEfUHJpH8Y2PiKIWmma2t3E/342jAwvoQpBHbkmoYjpkU5ijuvs95CQJMK8i49yflH0FY1Jq5pGLNLTr/y7MQSCK1uAu4C3hd2+uWIx+FV9ViuNajit47q7uERsNBbQEE+5k5x9K3tK+zXTt5J+1HoWFvtQHpj3/CtyGxVplQwQ7wMKlvGA2fc54/KphFy3Zbduhnaf4N0iS2T7WN1xGPuXMnzrx1BINcF4z8P2UOu20MFxp8cxUvGyoWKIOuccEfga9QuW+wSS3E0soRDzC8kaRfRiFz+tc9c+NI45PNhg02RhklbSch2Hpu4zXSuSOlzK8tzHhWPVtP8q9v45WDYS5jt/mUds/KeR2riPGnhDxDZ3/220uftroQ8YBETzMBg9sZx+fpXXXfi7Q9ZuJra8sAGflpJZY5MewbcT+S1Pp2tLDbraRhtQ0wZEcsEol+ygdpAxOR+BxS91qz1BXT0Oc8DXj38LCeNknuR88U8ewnA5DoRglfXt16dOx0hYyn7uAoGRopoeuHXIAz9CcH/AApl1bW8Fsl5atHcuMDMJLKR6jHRh0B6np7HV0uGGON5rdAjSooG5uDgf5x9aIR5UVL3mcR8R75rfwnKJGKyRsu12HPBHP8ALn615n4bnF3OLPd5ltKcoqY6HO/n03H8q734nyG30ySCRfMZePm4DDaf8KxvhdpNvqMsc6Igtwn7lTxg5zj3GSDXm1Zbs7qcdEe0eDdMtfsMcARmUsZHZlx8oGfyyR+VWviJaTat4O1OJdnmrZOAGOBuK/5/Wt7SbOGziMjHJCADJxkj/GsnxMJLi3ljaVXRtzOq9SuNoH58fnXVTbUTlmk2fL/wh00WHjKGC2j82con76PrHlOc/U8+2RXV/F2SXRNUuLm1O6SDTDboqL85Yvlye/3GOP8AerS8G+Cn0HxnqOrTqYUa2LKq8Iq7Rj+WKfrFumra/Yp9o8+D7PLE5JyWkdAg/Lk1vGp1ZlOHRGPpupnxCug2slvsSeeGRHRSAE+ZgPcDHP1FV/2i/DieINNspUQkxRRl40ySC8nUj2UV1Hw48OSWHiXQbGaCSVbSB23TnJJ3D+grpviR4YGqw6lHp0ZjmnDOu443GMfJ/hXPCteTcehvKkkkpD/g3Ek3hXfEobyUMaqOO4GP0Ncx8VvD8K39ikqsu+Rpbgr91BncQfyFdN8HUudPS8tZURbdHVAR13dT/n1pfjFo5OlyXSOXSLlyeN7EAKD+J/Stou0Loxkvfsc3oVxcavMt6p2qp220Z7EcKPoOp98V6DcMP7NlkubczSKAojTtx1J9Se1eY+HHury4t4bR1i+zsI2bGcAeg9Sea9et7htO0f7NHCJnyS9ww3AsfT1b36AVvSn7VMxnHkZ53bNJoN5LOiuhc+ZJgEhc9APeuyd11bT4kQneRlgev41mavbojwNJKZmOWEaj5c/1x61c0O+jhypyQ4yWAzzSU3GXKx2urowde1YeGYvLXmRhxXm2o6rcX87SPnk969Q8R6amp3JkcF89BxxWC/hKF+RDIf8AgX/1q9/DxtG5wyqe9ZnzgNKGqXD3JjmvlL7SY1+bHYjHGa2dO8Fx289uHYPFNhkZ/ukZ6MOxH6V6h4U8ARw2sSoAHxkeX8ob0BH+FWPGfhea1SGa3jUFWEjJjIGOv+NfNzqS6bHsU4xTs9zn3+G8d7bxyRy7QrbPNjJjdW9MjseuD17V3nh7wTq+hwo0d3JLIF3Bd24OBweSMimaS0F/YuiIoljj3vAGyXQ8k47geo6V6N4R23GjxyS3RkCqDFJ0cKDxn3HQ+1cUJOpGzN5e6zmrC68R2beZNBFNDg52Hdx9TjH5V518U/iv4r8N2En9lPHYoxOWRBvPpyelfRjWkMtoXEYBk5dT0DdOK+UP2s5DpdvZQRKUluCy8dMf49q6MNBuooydzKrNKDklseOwaz40+LOoSBtVuvsiNtMgcqGPoK7K3+EM1nbrBNd3F5J1IkkJGa9M+EHgex0fwnZM4DStGCe/JHNdZPo8V3eRQIMxluq8VFTEuVT2dJWiec/djzTd2z5p1z4fSaPJuMDKQMqR14rirf4g3Njfy2+m6pe2kqnBKynDY7jJr3H4u+I9F8D63b2mrXd/FZ3VrcsPsvzsZAhEQI/u78Z9q8G8VL5ljZXEmn2eZVDxXttGY2bjPI6V9NRwClSVSq9WeJUxdSM2qeyPQvB37Qnibw3fI2oqmraa/EzRJtmUf3sdGIr6t8A/EDSfGmk215aSRzA8/IQc/wCB9Qa+JdF0d5rVLpBuhlUZx2NbGm6/f/CLWrfWbF2+wTNsu7VSdrA/xAeteZVhFT9nFWf5nq4bESavUd1+R9aeObBb6ExMu7qV4+8MHA+vWs/4b+Gp9PS1kUBbfYWySSeWJ/PBFWfCHiuz8aaRDfWrrOpKyKSegxg8/jXcWtqkKQpBgRhef8/SvLeHcndnuKpyrlLtzfhBiPMhJ2xgdS39cYpokilS5kZ8RrFt8xTj5s4Yfof/AB4+lUblpIJllRT8rgKo6A8Afl1rndSvLuwsTA2ZpbqVpIBIMAEuAvAx3Gce9awjZGEjqI9KDWd9HNCrm6l8pUJ4WLGMf+OmuBHhxl1OJyiwA7ZYwF6NjBwf89a7fzJLmziimuGgkRGQSsQAST85+gzgfjUqXC32qSMNxWJhGwI6t0OPwFOrC0dCIS11NDTtPVdXgulISSKB1DD3BNa+uW1pqOjK6fO2Am9eP4sk1lRQSOquQQC/LcDCkEH9K0tKtoLHR3tQGeEkspPXnoa58P7zaOitokzF0TSl0yRLVZF8hJROdo5B5OP1H5VqeMLWG68O3BYbw/7zbjOT/CPzrGXXoZbyZEXcrlRkd1yRnP1xVy61Az6PKCQGKbVU+g/x4rraUY2RypuTueJeDbS+s9YkRkZppWLyHdgk57egxXulncNaWwWcRrCqYQyMBGh+nevK/BmiumqT3lzcb5XYhnPAJz0HoB6V6lFJZxJGbllmO3AjYg8+w/xqMK7NsdfWyOf1TU4LqVZIfMuSx2lhHtjJ+vUimRulrH5ch8qYH+BCB+tdC00Mz7bSHj0Qj+tMu/Dy3i7lzDJ1+bnNdEoylqYXSKFjb2tzkh9xHX5cnNX4tHRyWzuB7AYqlZ2v2K4aNl2kfxKMiul04ZxufIr1qFRpJHmVlZ6Hl+nWFxDMsLI32M46fMorV8QaIJLdCAGdeFZW6qe1dFHYPLZgh3guBgg4A3H8K5u7mmWUxqwWRSNyMev4f1FeNJfu7HtJ+9c88umGj61ZI8DW7JKdoYY2Z7BvQ13GhXqWdnJcxyB4Hl3MiHaUYnrtHQ+uOKzPFsNndCNL2JfMUfLvk2k8jG0/41i24itxLcQztIM4IVyGAH94d8evX615SvCR2N86ue5aTcR3MWJMwuVA25BUjscV80/tlaK5t9Iv9jeXBNsZhyuD/LtXqPhLxjHNeosdyXQEKbbGcns6H/D/ABrW+KvhWD4jeDL6xbD7kzGAMMrCvRpz5ZKZxzi5RcDzf4e3Npe+DbFw5ACYyOSferJv10u4MzyFo4vmwOT9K82+CXiQaEb3wzqcX+mWcjIVc4I9CPX6V3muWss6snkna3IMfAPFefJexrM8+q3KJ8kftF+LbvxN48khmiWGGzQJEB1IPJJrmrbXJG8JxaZOszTi5EkDOvBjK4wDXXftDeGJ7DWLbU1iIjkXynJOcMOma5jwP4LvtZuoby7DpbKR5aOeXx047LX3lHEQeHjUb0sfMtS52up7P4J0d4PDtnBNHtkVUyp4ySe/51N8UtBiPhG4VFUMq5Y9z6YrpvBvh+5nkTKPIwA3MOwqr8Y1R9Mg0SzDSXtyfLRc8lj/AEr5KpVdbFQUN7n0NCPJSafY5f8AZT8UPFqE+kz3BRGUGJSeOvQfzr7R01lBXj5FPXGc96/Pn4YiXwd8Q7WORgZIJTDJ6Hsa/Q3wzm9tYMBWT75bsBjofcn+VexVglVl5nVQk/YRv0KcySsxONixKSS3Qnr/AD/lXK61qG7W4FdvOuLJAUyvDSEkEknoFDHA9jXoM1qy25dRuBbnK5yR6fjXEajBDey3cEcaLyPOYtn5wflTjr1JI7k+ledL3JWOxe9G5BqF9cQWcjon+ihokEsrfJGp+8x+vp6mtPRb26t75reVvOaF0Xe55keQls+2EK1gy3TqzWzRGS0VkaYyEOpVTgADvucAD8a1vDSXd5rwuZGjUeS00gLhsuxAVceqqAfxxRPYzjud9eWm2CVkbDKwBQjGeoP86qXl8IrAM4JNuokBz1UHH6f0qe4naXfkkKzNwBnJOD/Q1mapfR2kO141UO207+ysciuSiuWZ0VHeJylzbtOLj+z3VWeUeVJ225zx7da27spFp8iHCqFxuY4/X86q6PEv2Z7h8rEjFU+g7185ftB/GeW9U6Vp929npQkEUs8Rw0pJwSD2Fd0KftWorqcNWsqEeaR0Xi34+eH/AAVfTadp0sd9qbHHlxEbUPoTWAfiz4s1uB2t7mK0MnH7uIFh+Jr5+8T+HIfDslpPayebbz/vFlPJJ9c17V4DtRe6bazgZMkYP4111sHHCwujzo4upWqcstClD8bPiH4O1iK1lvYp45W+RpoRg+2RX0h8OfirqetwRvqsawyMOXQfLXgvxX0DZ4cjvUUCaF1IOOnOK7TwI17beG7ZpUaZXXOUFebOr7inHToevRp8103c+jp3W5t/NiZd3UkdDWfa6uySMGI4PQdq8/0/x99ntI7RraUSt8oDDkVuafCbtvM2SxSdyoIFehhm6mqODEw5XZnfXFuxjLh2YH+Fhx/9avOPGtvFFJ5jbo3Q8MGKkZ7Zr0iWZMbkdkc8Hb0/Gub8RafLIu5GWQDvtB49K55xbjY74u0jzDWrf+3NGcx3BnkgBRoZwGyp7/h6iuWs0l0Ta+7c5fPlLIAVYj+En19DkHNd+tqLq5KReWQCUeMfKw/z7VhXWhC/vjavbqWZThZkKsAOcE9GHuK83lZ2cyRzGqWmpQaskkUS+XIBPDtRoyzdTx/Dz1AzjryK9O8DfEW4eG2tdRlLSyfK3mHa6+gb1+v41w6XFndxvaTz3FqUYMqs581OwPGenZhwehHes3xFBHqUa/6QZ5YFzvaLy5LjngAg7HB56YNVZvQl26m98bfgpe3Gpx+M/DDRrqcIBlt+1wvp7H0NQeB/ibaeJbUadfj7NqUeEmtrnKSR/wCIrovB/i/U9G0+OK8ZLnTeEa2clpYM9AGPUexGR71L45+E+g/FmG2u9OnFjqcYO25TCzKfQ4+8KyqctVKM3t1/rdHPOjfWJyvjH4c2+vrm3mjaJ+djcnNZ2i/Bg2gjNw6pn7oHWsDX/DPxc+HsrJp94ut2KfdMkY3Y96881f4ofEg3L5tJrS6IILwxHp9O1Kjh67XLCcWvU4akLfFF/ce8eKdc0f4YaS5nuALhk/dwLgOx968Bm8S3FzdXvifUZlimAItI3+87dgo/zgfWuPnsPFGtXxu7pLi4uG+YNPlse4zVrWPCniG6ihfVTKqxJiNWTAVfYV72Cw9HBvnnJOZk41ai5YxdjD0q9mn8QLcs5MrvvLYzznOa/Q74SX51HwtZzz5yYFLIP4sdAPTJ61+fml6O9reCberLnAbsDivtP4AeICfD8cBIml24WNXA+Uenpn+ta15LnUjroQaptHuKJG0EuZWMpBDndkReuPQ4rgW02OG9MdvChVXMhwSADjue/rXf2qItud5G4Dc21dqofQetcpeLE18WYiNUJYAtwfc/gK8us+aeh1U1aJxGuQLGksjO0dnbxKsdvghZHB4JwMn/APV7Vf0RpF1OC4is3QKrPIroUEbnACkHuevtgVZlS6SRCbgKqFndgRuPfPPU5x+H4CqhuX8w7Xfc02XMjZYk/MSe4PQAY4z+WblpqUo6nfwo72UYcDMQ2/NwQccH36Vz+rPE7fvXySBwTyCP8atPf3ctjNM5SMpHuIxwDzj8e1caUGrX06PKwds/vAecHkH25zWFKVy6iLHxT1U+HPhxstV8ma4xEoU8jIyT+VfFPxWtHm8Peb90JINxPp619lfH2MnRtCtsg5c5I9Qo5r528Y+Fl1PSLi0nUqkikAqM816sKkadaMpdD53GJzTSPAX8Ry6ta2OlSTRvHakhJcEbh6V9OfC6wcaXYxKQVVQCa8B8EfDK7Gs77yMny3xGo53e9fYHw08ILplnHPc/u0Ug/Ma78diabjyxdzjw0J83NIzPjBp0dp4Gjhbma6mRFz9cmvUfhh4bA8L6f5qKR5YyCM14p4u8QyfFD4oWmjaaBJpmnN5ZdeVL9zX1b4Y0ttN0uGEIqCNAoJrxlCKgo231PpaLajcyH8K2aXQl8tFIPBK9K6TTfDiTKAE/P0qnfaksVyfukg4yeAK2dC12GNMlg5PVjXr4NKKaRw4jV3ZhyahgsheI+2M1hX+pWm9o3HlufQEL+lcTb+NLDUYPPS6CEj7pYHNZN54yjUOCglA6Fm25/GvJnXUVdHpxotuxa8X2j2StfWc7IR8zrwdw9s9aydM1ptXs28ogyIMr5Zxwevy9mHtxWNqnjiDyzAYdm5f9Wx3qfzrlbO6msLgzWwjaANuEDREbDnOVIwf1FYOakuaJ0eza91npMWmWU32W7ljkaRE2m8UdWHdeMZ9VNZtqRe3M0EDW9xZO2FZPkcHPzEA8keoI47Vlj4mk7oplkt5JGGJYGEkZP/TRTg/jXRWxTWtOFtdfZ7/5CFaOTyyWJzjIyOnuKzutybSW46606+0lHNvcyS2p/wBSyfP8ox+7IOQB6Z/SodN1yC0v1voZjYzZCvbnOWbPR1PzD8Mj3p2lW6Xlt9iS/EOrW67zZCQbo1Hp0zwOOv1qKyu1vdy3d/FfoGwhuYAXAzzggBkI7DNDjdakp2eh6Rovja01VWt7+3jAHBk6KPqM5FbX/CNeHb8xOi28hBzgLzivLE0u1nvJ3066hW5CYBDJIxA5O4YDD8eatQ6/qtpKIbmeNWkHyPa5VWI7HgY/E1xyTg9djaLujttW8GaLYxPcwwQs+MYVM4H9K8T+K9zbXkX2eBQSQVLE7Tx0AHYf4V39x4ikvbcWpvYWYtgguWyx9AOTXE+IdGEsrFwXCYLOYwFP09/YfmaPaXaa0N6atueDa/4fl03SFkyqMWLoT3Ne0/s7624t44mmjVgoyQ4ynqcHqa47xHZxy7XnKMI2ysTf8tNvRc1l+F9dPhfW0S23bslSsZJPuB+Fd9TETq013RlGjGMn5n23Nq8JsmhtpTLIw6P1Y981hagZFVUkXaxAyyYyrHsc57/yrzfw9r0t3HBLczNG8zhkjjO3Yg7k55Jrq7rVxqMYa0IkGfl3nYFJ4yN2CT7muT27abe5LpcrsWZEjeKJApLZ27nkGc9zznn69KSTTJUAaI7RuyWUKPqRnqT6n/61S2ZjnTy4SJJwA2Mbl47/AM/rWg7mG1ZI4owSdoDEE5PXgisHVsi1DUpX7yLpMylZUHl7VB4LcdD/AI1Q08yTSpI+wAgfLkZAPUn8q7Cw0NbzTSskpjI5QJgCvPbtlsb6484Luh3EEg8Y549Rn+dVSqPQipDcwP2lfFsWh2mkRhfNkEu7aoyQuMHiuH0Hxl4d1ywWE3MJdxyGOCKi8ca9H4t+JGlR3KL9mSJlAzwST1rW1v8AZe0rxA4uLGSSyZud0Jx+ld05U6jSm2jgqYeTV1YZBf8Ag7wy5vLy9hU5/hYH8K4j4hfHK98ahPD/AINtZVtmOx7hFOT64rrtI/Y2tnmBv7+edRzhm4r2XwR8GPDPgHytsUaFORIfvf8A161h7Kna15Pz0RhHDTbvJpfizjv2cfhcvhPTxd3a7ryb5mEg+YfWvc9e8R2+jWZMksYULnniuR8T/EXS9P3W2nq8syjB2R8n6V5ZrWu3uv3R85yiyN92TgoPpT5pXcnq2dllZRWiOp1nxx/aMqxwMWJOSOgFX9N8QyWyAli38q4dXjEg2hdq8ZHerQ1AAYHSvToXhG7PNrNSkctqvg/VNLuDLaOTERgqMDj8q5e8t9VVmRraWTngTyDb+or6Jhlju4wI8OPUVWvfD8VwGMiIR2BA4rz3QT1R7EazW58/2WkXV0gS4s1KnOVypx9Oa3NE0SPTHURGWM5+aOeP5T/P869Ju/B9s7bnUhgO1Y974cayO+BnU9iWzWLpuK1RsqinpczZl0Ga+EVzHEJ5FH3eMDucHGRVm18N6bZmc21lalANyyW8m1se/OfzHHrSroh1pPJvLdJPR8VRvvDuoWsBWIRyRxn5C3GD/MfgRU8iSuiHd6Njp9Vs4JUurdJ4LqNtyyh9yoMdDjP8u/etL7TPrweaazW2sCg3XIRZSGz95h3B9untXGtpmqC6injhaG+XhthKeYv16H86619NW7s4Z/OmtblY/mgScIZPcNjH4Gl1Jasi5aS2n2e4t71ft0yuJI7uFGhjER6ZOflHvmr9hPZiMQvNeGxwU8yadjweeBH1HoxUH61kReHtUitbO/sncREtGxu0wAeoLKozz6qSK3vD+p3GmX5lubaPe42l7iWORif4l3NhuOwGaUldEbEMuk2Op3kK2yFLY/dDStDIeMcng+p5/Oqes6Cq28kFtAyRoT8zZ2gjrj2C56dz1rqZ9RsIEZ44AJZ03ma3jCj67i2fzI/CsfVHkiJW0mHmybSGkYMoGOgCnPr+PPpXPOKehpCTWp5rr+hRWzQXib50lcBFOQoBByCT7HOPzxxXDaPphk1iJypMsruiTMMZYHgD/H0xXouqhFsSJVMtwZXAIztUEk7ATwQT1I6nvgVy3ijUz4ZsW1OdI0kDZjt8bsAj9B24pO6XIt2dEHf3pbI73SoRp5tDcvmVW2bU4BB5GB2FdbazySzrK9zHEjFSG8wNxydufr9K8L0fxlPcNBqN7FLbRFiUDPhuB8ufSvTdEu5Z44rqK4jiR/ldWAcPn/69ebUhOm7SOuymro9Qs7l0RyyCIAFSwQcHHXPoT+laNpcfvXhmVnjIDq/UDjkY7e1cZp+un7OjeXIwjz0HHoPYj24xXQ6LewpLE7J8vmAMrE4bn7wI7AVzyn0BQsekaJatHY75F3Fgcn++K8z+IulF9SVrVo2Uhgyuu0D1we/avULe5E1lE8IJj6I2cECuG8c26mNWeRIWUlxJ0YZGMH1Fei1ywVjivdu58p65aPHr3mlllkVxyDx1ySDX0f4V8TzwaVGJojlUBDLz2/lXhvi+0a31eQwRxymNhkxJncD3z2xiu+0Oe4u9PbyZHijAAVj/AA5HH4Vv7zimiZNLc6258d3+oytHbAqgJBTGDmq15r8d3YPHcyNFLtP7wZz9BXIGxEl3FHcXNxGudxktsoT7H396uLeAnFvaL5BcJhn3MwHU4reKbW5zSepSnSWNXnt7qSQKB8u3of8AePWoriBNX8uUqUZcbgD1NTCWGzaeXzVlO47IQePoBVq1ae5UPLbrFxwq9K76NJ1JK3Q5pz5EU57QwLhR8o6VlzSsrV0lwAyEYxXP3qBXPFetytHBe5a03xTq9psWSeJYvRyBXY6drh1eHiRQw4J5x+FeZahoR8PztLNaS3GT9wIWA+tX9N8SzsUWOFlXps8srivJUuX3ZHtuHN70T0G4aaOZW3KydzgmtS1W1uIR+7DMeuOayNJvRcxKGhbfjpuArYtIVWTJjCA88tW0Y29DFsswaRDnfGoDHsOP0pt3pCMMlCretW49pICgn3DVYXcY/mB2+uc1TglsJSb3OTutBWIKQJUyesbYH5VSufB7bYrmI/aI85MYYoyn8xx7V3PkiZAAcdxjn8Qau2/kywkLILWUDDFQrK3/AAE9DXJVity4yscB9kYQebLYvHLbg7RsOzn0JbB/HFU00+XV9QjWTZashJCoj4GBkjcDx9RXZavBBJbSrFcC5/izI4SNPywR+v0rEuoPMso7ZJYrqNxl2RiArd/vDNcLnymtrleYRmFg0krsozJAhMzPn0wuFHTr+NZ0thGxkmdZbRt4ZyY97BQOE2rgAk9v5danglQRPaNaRmHI3SDduH5HqfXBq5ZRQXUMqw3cEcUQIWJEJWLn27+7Vi6qsaezdzzzUtMeG8muGvHnYzhE84qQFHoijCqDkceh7mqWuaXaNFC9zCJYclS7jLIw+vb09OK9RuPDcdhbJPGsZmZy65O5ix/iPf8Az2rlPFp2OpIWRlI3SbM8Hrj1/SuGpWbkehShpY8h128srq5FlHHlEGG3LgfrWn4R1aWwmlRCscBT0yP8cf1pfEFvFAyRIATglyQAcc96xtAvPs90hdNsbZ3AOBgDkdfr9K2bU46GluV6ntGiamk00eQ6ygcBSQFHHfOCf8a6+wdm8tEGxpGztzwB6kV5toF0t5bpI8ysFc7l9DxtAx6etdtp00iMxSSItKAFZvuj346//qrzpU2mNyR6/wCHpmk0oLlUC8NnjFec/EG4ljaeK4cuqr8i4OOeoJ9q7fwPcxTWBiKguWydp68EEgVxXxPljl+WAbpWzGxfPOD3/SvTqQaowmefBp1HE8B1HW5NT164txiK2iTy4igOXJPrXonhe+uHh+zSDE8X3yuAWGO+eCPpXmtjps7a7qAkKJGW+UyAlsD+76ZzXZabNPp22ZrgoW+RYyN+/nn8cV1RadooxqLc1dXvDaSCFkl8k5Ubm4JPQYrMudW/sqWOJyybgWITGdv+NW5oit35zo10oQgPNkYP0Hf3qTSvCE+qlnmjVLUDjj5m/Gu2EVsjjcrK7LfhjQba7uDdsrHd90NycV6JD4aE8IKx4HuKy9Ct0sGSMABV4AxXpejmOaJQcZr6XBQhGNjx685SZ5nqXhVkyQpB+lc7L4RluJsFTivf5tCjuRnA5qOLwrGGzsGfpXoSpxZzKTR4heX15LEfI1G4J9pW/wAa5S98R+INPdiL+6GPVyR+tdlNYojbYY5GfpmNS38qr3Pg/Ur9CTbzbe25Nufzr5Z3ls9T6SLUd0Y+ifEXUFGLnUlLdQJVU/zFdnpniZ9SUFhZzj/at0/oK8z1j4ZXn2gzNLZWgByftN2i/pmtnwvJY6fKlu+t6a0y9o7gsf8Ax1W/nUwclpIc4wavE9XsrqBj/wAeNoT3IRl/katHULJSAbEEn/nnIw/xrB0+707Ck6lC5Jx8kTv/ADxWys1ptAW6nkPrHbhf6116NaHJsy1BFZXW7Zb3KHrgMDg/iBWVq+hGYjYk7SD7qTphG+uw9K2dLtLW7LMUmYr181gB9T1rUefTo/kMceM4JVS/6dK8+stLG8G73PLtSnOmxL9rhUMo58mLfj8Tzj/OKzLXxHpV/BPLJJEuxtpZ9sQB/wCBYz+teieIfC+ia3bsEj5cEKVj281h2nwzh0zTxB5gdWU4ErFxz1wDxk+teHOnaTuj0IzVkcZNq/hvxBZ3ENreLeSICHCbX57HjBGK43Rfh/q1jrAurLVnXT2+aS0ky0ZPUYUnr+BxWofg99i8R3FzYbkQtukjtpVijc9lbAPHrWXrnjHxX4U1OCOGM3NlK3lmOOTLD8Rg4/GrhbaD37lu73PQXWeJAXv4/mADRJiQn2Peq2oafLdW8rvDJHEWwqSoFXp2x0/GtzQ9VW9soprgFJ3X5o0Abb7bskE+4FdQ2mie32W6O8pXDGbCAZ7DtXE6Tk7nQqnJofKXiie3Zp7W2X9/uztb5fzz0rldMuorO5ddybi/3yeV9F6+vpXVfHX4XeI/D+t/23pdsxhjPzqoJU+oOB0968kglvNWl8uCNo5gR5qOdoQnv717mFw0XTTvo9/I46+Jk52itenme46F4qt4mYNIsMLHYQ7Zz2xzz15/Cu9sdetJVRQ6R2275ipwzAKflXHXOBXgGn+FEwqm6cODuyD0PtmtuB73TplEFyWRXVgsgzyPeidCg3oylDENXcT6c0rUo7GOEq5WRmDKUOGCnjH4Vzvi+8kulumws0pdiVY7SpAAAHt7V5nbfEC6FvJGzyYj/ebZEyWO4dGBHOf0+lc54g+JGsXE7GO1Kgdw4Y9f/wBf4VTw6lFRTOf34S5mmbVt5kfip/KEm0ncQfmHH0rtdW0qK0to5FjaOAncgBOVb19MVynw7e78RTNfeSQ0a4csv8Wa2PEI1qa8uLIJF9kkQsrqSctj8MVwKEo1eXsbzkpQTOs8MWFxqtt5rksgJxzxg12TRrZ2wQALgdBXE/DK3vrDRxbXMyLMAMoozg+1dRqazqpzLJn6D/CvZo6rQ8iroys13tmyPWt3SfFK2zAM2K5ZIpCpJJJ965vxBfXNmf3RwfYV20ajhI5Zxuj6K0PxTDchRuBrqre+hkUEMM/Wvlzwd4ku2kXzSx57mvY9D8Qfu1yRXuQrRkjgcWtzLvFusnE8v0DYH6Vl3lpLOh835vTJzXWzW4frzVJrF5WKIpc+ijNeNKnc9iM7Hm2r+HxN0iVfcCvOfEPhy7siz20flgHJwOv1r6Il0AO22WRUb/nmgMjn/gIrJ1PQ9MtgxuY1b2unJP8A36j5/NhXLOi2dMK1jxnwj4ouFuI7NoZJbk8bUUsT+Ar2LRtOvrmWNJIRE7fwTNh/++Ov6Vy+p66NOheHTbJtnpxbRH/gEWGb/gTmsDRvE3ii41H7JbIzRE5Ntp8IiX8doyfqxNKL5dGxzXP7yVj3hNNuYbcKJobfaMfvW/p1/SuW1m2uWfAvr27PZIEEMf5nJP5U7Rb+cOltJse7ADPb2zCTyh/tv91fxOav6n4h03ToT9suTeSdDFathPoX6n8K5cRC6utBUpWZzHn6/ZMIrAK7feYYMhUeuSePwxWddfECfTRMZG8wocPKVMh9+4Az7Vv3evJqqJbRj7Oj8+VGNoP4Hlj781lX48Oxx4u54RN0McT7io/2iOB9Oa8yUZrZ3O2Mov4kZln8Uf7SSaaaKK1t48bpSVVueAAD0/z1qNPE+n6pdxw3NwrhifLwePruxz+dV7fw/p2oXUMsdjAbaE7oUlX92xz94qSSx+tWL3wGNU1iCaRC6phgpPzN6ZH8K+36VlZ31R0e4dZZ6TZa4YXWaNWg5DxuXYflXXaVZRjEublto2sWYRk+meSf5Vwi+BrlbqKRZ5yAQz4cov04wK7a1EljsiRJQo5LMcrn8STXoYejGTbcbHHVm0rJl3W9MtL6ykhmh3NtPyOS23/aPcV8h/Gr4MPpTz6rpjyWQbjdv+c98n0+lfXVvqMqxlEmJbPzqsOD/n8KxdetIdVtZFuI+MH5XjB59+v5V7dOmonnObufme3iTxBoF+3+kPMiNteGbn9R0r0nSdbGp6fHcmQojKGw3Ueop3xF0K18NfEG6jliVYbkb4w/IYA//XrKubpJJFtYFVRjJA42iubGQjUaUY2a6nt5W507ylUun0fQ2bnU0fDRscex5rd8E+E9Q8Z3ojtV8uMHDSyDgVnfD3wXP461t7eAkWNrjzZAuQzHovvjvX1h4T8P2nhu1UJGFbAy2OfyrKlhLK8txYzMHJuFPYzdP8G2vgfREjiG4svz5XcS3rXCrfavqyagIo/IVnKQuRuGBxk16J4x8V2+lQgzvuY/wrxn0yK5qx8cQ3CKsNmWglAOTjv/AErkq01GTsefCUpRuza8H+EdS06OBvtMcxMeWZ4+WP1BrdluLwSlJpkUj/ZqvoGvTXsBCKYiOBGRjFT3N4zOd6g+oIr0cOkonBVeupOu5lxm3lJ9RisDVdNSWTE+nDB/iWprm9iOQreW3oelQW+oTwv/AKwhfQnIroehitSzpWhWUY3IjR+xrQaVLMjZMOPXimR6qjphlXJ7dKx9WjN6GEDkP/datISaehErM9hNuhG4ICP78pwv5VUuJVUEFml/2R8ifkOTVyRGkOScmq5sGmPAJPoK1ZujIubmZ42RWEcZ6pENo/HHX8ayjpD3jFI4jI3UgDp9T2rppbW3t/v/AL5v7iHA/E9/w/Oql3udNkzeXCORbxDb+fp+OTUNFp9jmZPD1mJNkga/m/597U4Uf70np9PzrN1K5hs4Gt/k8rvY6efLhP8A10kHzSfQH8a3r2Vpo2iQCKAdY06H6nqfxrOi8Pi4iNzdSfZbT++Rln9lHc/pUOK6FJ9znrCPUddnW0gQJbqd3kQDy4UHdiBx+Jyfeugt4tPhysbJeTIcGdhmGM/7P98+nb69aryyNdRf2fZxG1sNw3Rp8zyntvP8RPYdPanXaR6PAIxhrrGMKcrF6gHu3q34CsZQUty1JrYztUtIrg3Ajl8lW+SW4b77+3/1hxWB/wAIvYyI7o3kwqSDK43Fj6KO59f1xXSNbrDGJbtdzFQY7cHaB7t6D26ms7VrJxCgZj9okUfIvCxIeQAPU/55NcE8KtzphXa0uc1baWjXrNFcSwoGCoS4DM3+Pt2rStk1a1umjF45iBxIm8u+Pc8DNV7rTFtZgFkImH3nHVP9lfT3rNmvJfO4ZliX+Ht9T6k0Qw7W5pKtc7NfE91phxFGwiJyV37yR79Sf0rTHjSCa33mKYf7Jbyx9epPNcFaeJSyvumCAHg4BLY9c8YpF1SOaTz2mMjEEsWGeP8AZHc+5rvjBo5ZNM7+x8aRzF0hm2hM5jU9MdcsR/ntTG8a207SpLKxCA7nJYIvt7jpwOvevN5PEcUkpiDYcnAVMYB9M9z+lQ6lqyW9ukaSBd/yhQdw9Sc10RujFpM88/apto9XttO1O0jAu7YuzEEEsDjggd+/sK8m+GfgbVvGmqKt1ctY2c3zTzKcM4zgAenYV6n4xtH8V3ZiRswhssT1bIGf8+1dr4T0xdF02OEooibCZA5XHTPqOa6XK0bWOb2b5+a+h3/g7QtK8HadFY2Ea20EfTBySfc+v1rdutat/KYjy2VTkq4OVPse1cb/AGmgjIxtcn5sdOnWqD3iyXSZcl9vG05BrknOyN1G7NvVZdNvmzcvv5HB/QZqrp1rZJfG5t2DbT91ePxrPgSNy6/f39QR1rpNI0C1gQSw7sfxDuK8h0+eV0dnOoRsdbYXltLbASxbXxjfGMMP8ai1CYRxbpV86HoJk6j61kTO1kdhP0PY0way658ohieGRuVcehr1qcbLU8ybuzL1aJ+Zbd/Ph77eq/UVBYX8snygFl96vx6I9zdrdWDPGD9+AnlT7eorstG8HC5CyPFsf+LA4NW4makYGm6RLdOCASDXX2XhXdFl1yfXFdXpPhqGCMfKK1Wt1gXbitIRRDZUYCL7/X+6Ov4+lQTTPIu3IRBztHA/H1pd/GWPy+tMIVhluAOiimdJWkkx9zg937/h6VmTBpH2RqWJPYcmtSZPNLBcAAck8ACqkkoQGODIyMNIfvN7ewqWiik1vFZZ3hbif+4TlE/3vU+1Zt682oTqvzSuxAUdyfp2+natF4WYiNFLMx6DvSShbKN1hIadhsaUdF9Qv9TUlGZceXpUTQ2xD3ByJJh0XPUL/j+VZojW3/0iUb3/AOWaN+hP+FaJhC8sMgdj61S8o3VzycAZYsew7mpaKREVAzd3OJCG+VW58yT39h3/AAFUizbnuJG3yE8E92Pf8KtXsnnyLtBWNPlRfQf496hvY9oVeyj9e9SUZctorq3b3rJu9JSUmMY55Oe1dIIS0Z79Ko3FuecD6+9NBexyF1ocQKgLuY8AD+dUZNHZw6ruVfujHHGc1172pVtzg/4+1JLAotyxXJxxn19atIpSOEOikMCMKU3YwenFMXQXkQK2WC+v511cVp5jhSmcsRjHSrlrpZYPlMHOf1osU5o4uDwyi/NGCMjof5V0Wl6JLJCi84zzn0rorfSVQHI5PWtK3gWJMAAAUm+xi3cxYfCiED5yOOlIPC8MLZPB6/SugMjIp9aoXd5IAw2/NWErMSuR2um28bA7Rk8fjVy3nS3mMXAJ6GsGa5umgl42kAMCKtW0cuoxQyY+bo2KiKV9CZN21NK6tjfp5Iyv/PNj/Cf7pqxoPhGWVwWBHNdDomhmVVZ1yx6+9dxpVlFCFwOG6H3rrv2OZoxdK8LJZlGZfxrq7S0W2AGPl7GrkdurLgjim+WYfkb7p6GmrsQpQL8yHB/nVS6mDKQeD6Gp3YpkjkDqPSqF8wZCQefWtombP//Z"  # Chelsea the cat (scikit-image, CC0), 224 x 224, JPEG quality 90
 
 def photo():
@@ -23,13 +23,13 @@ def photo():
     from PIL import Image
     return Image.open(io.BytesIO(base64.b64decode(PHOTO_JPEG))).convert("RGB")
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #5d70281c
+# %% ../nbs/11b_transformers_vision_runs.ipynb #6e5360db
 def photo_tensor()->torch.Tensor: # [3, H, W] in 0..1, as the core saves pictures
     "The photograph as a picture tensor."
     im = photo()
     return torch.frombuffer(bytearray(im.tobytes()), dtype=torch.uint8).reshape(im.height, im.width, 3).permute(2, 0, 1).float() / 255
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #0a7abd86
+# %% ../nbs/11b_transformers_vision_runs.ipynb #fdb4d4f3
 def image_inputs(proc, # the checkpoint's image processor, or its processor (image processor and tokenizer) for zero-shot
                  plan:dict, # the run's plan: its inputs, and model_type
                 )->dict: # float32 pixel values, and for zero-shot the labels' input_ids (and attention_mask)
@@ -39,7 +39,7 @@ def image_inputs(proc, # the checkpoint's image processor, or its processor (ima
     pad = dict(padding="max_length", max_length=64, truncation=True) if "siglip" in plan["model_type"] else dict(padding=True)
     return dict(proc(text=[i["hypothesis"].format(l) for l in i["candidate_labels"]], images=photo(), return_tensors="pt", **pad))
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #8ef569cf
+# %% ../nbs/11b_transformers_vision_runs.ipynb #fdc892b8
 def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
     "An image encoder's output as rows: the pooled embedding (when it has the hidden size), then each patch's hidden state."
     h = out.last_hidden_state[0]
@@ -48,7 +48,7 @@ def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
     if pooled is not None and pooled[0].numel() == h.shape[-1]: h = torch.cat([pooled[0].reshape(1, -1), h])
     return h.detach().float().cpu()
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #5c4a4351
+# %% ../nbs/11b_transformers_vision_runs.ipynb #4f5abd01
 def vision_output(out, # the model's output
                   runner:str, # the plan's runner
                  )->dict: # float32 CPU tensors
@@ -58,42 +58,33 @@ def vision_output(out, # the model's output
     if runner == "run_image_encoder": return {"rows": embedding_rows(out)}
     return {"logits": f(out.logits_per_image[0]), "image_embeds": f(out.image_embeds[0]).reshape(1, -1), "text_embeds": f(out.text_embeds)}
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #1ef1a2a2
+# %% ../nbs/11b_transformers_vision_runs.ipynb #1b3e788b
 def vision_class(plan:dict):
     "The class that loads the checkpoint: the plan's head class, which transformers exports."
     return getattr(transformers, plan["head_class"])
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #1ffb44a8
-def forward_twice(model, inputs:dict, plan:dict, device:str, state:dict)->dict:
-    "One compiled forward pass on the inputs (then a warm one): the compared output, timings and graphs."
-    before = compile_run(model, plan, state, "forward")
-    dev = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).to(device) for k, v in inputs.items()}
-    with torch.inference_mode():
-        out, first_s = timed(lambda: model(**dev), device)
-        _, warm_s = timed(lambda: model(**dev), device)
-    graphs, cached = compiled_graphs(plan["backend"], before)
-    return {"output": vision_output(out, plan["runner"]), "inputs": {k: v.cpu() for k, v in inputs.items()}, "first_s": first_s,
-            "warm_s": warm_s, "compile_s": max(first_s - warm_s, 0.0), "tokens_per_s": None, "text": "", "graphs": graphs, "graphs_cached": cached}
-
-# %% ../nbs/11b_transformers_vision_runs.ipynb #5ad28e0d
+# %% ../nbs/11b_transformers_vision_runs.ipynb #7774d903
 def run_image_classifier(plan:dict, path:str, device:str, state:dict)->dict:
     "An image classifier: the photograph through its image processor, one compiled forward pass, its logits."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
-    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, device, state)
+    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
+                         lambda out: vision_output(out, plan["runner"]))
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #00c59f76
+# %% ../nbs/11b_transformers_vision_runs.ipynb #da5861e5
 def run_image_encoder(plan:dict, path:str, device:str, state:dict)->dict:
     "An image encoder without a head (ViT, DINOv2, a vision tower): one compiled forward pass, its pooled and patch embeddings."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
-    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, device, state)
+    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
+                         lambda out: vision_output(out, plan["runner"]))
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #35411ce6
+# %% ../nbs/11b_transformers_vision_runs.ipynb #eb1816db
 def run_zero_shot_image(plan:dict, path:str, device:str, state:dict)->dict:
     "A zero-shot image classifier (CLIP, SigLIP): the photograph and the candidate labels, one compiled forward pass, their logits and embeddings."
     proc = transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False)
-    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, device, state)
+    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
+                         lambda out: vision_output(out, plan["runner"]))
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #27997cb7
+# %% ../nbs/11b_transformers_vision_runs.ipynb #e7455db9
 def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32, bf16 (dicts of float32 tensors), cached
     "The CPU's eager forward pass of the run's inputs in fp32 and in bf16, read from the reference cache when it is there."
     def call(dtype):
@@ -103,7 +94,7 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
     return cpu_references({**reference_key(plan), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
                            "dtypes": ["float32", "bfloat16"]}, cache_dir, "vision", call)
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #b2d385e4
+# %% ../nbs/11b_transformers_vision_runs.ipynb #81489b7b
 TOP_K, TOP_K_OVERLAP = 5, 4 # a classifier's top five must share at least four labels with fp32's
 
 def top_k(logits:torch.Tensor, id2label:dict|None, k:int=TOP_K)->list: # [(label, probability)], the likeliest first
@@ -111,12 +102,12 @@ def top_k(logits:torch.Tensor, id2label:dict|None, k:int=TOP_K)->list: # [(label
     p = logits.float().softmax(-1)
     return [(label_name(id2label, int(i)), float(p[i])) for i in p.argsort(descending=True)[:k]]
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #1a209dc7
+# %% ../nbs/11b_transformers_vision_runs.ipynb #50685699
 def topk_text(ranking:list)->str:
     "`tabby, tabby cat 0.62; tiger cat 0.20; ...`: a top-k list in a line (ImageNet's labels hold commas)."
     return "; ".join(f"{l} {p:.2f}" for l, p in ranking)
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #1c284522
+# %% ../nbs/11b_transformers_vision_runs.ipynb #1558e384
 def check_classifier(ref:dict, dev:dict, id2label:dict|None, device:str="device")->dict: # ok, cpu_match, prediction
     "An image classifier: the top label by the encoders' rule, and the top five sharing at least four labels with fp32's."
     c = check_encoder("sequence-classification", ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"], id2label=id2label)
@@ -128,13 +119,13 @@ def check_classifier(ref:dict, dev:dict, id2label:dict|None, device:str="device"
         return {"ok": False, "prediction": prediction, "cpu_match": f"N the top {k} share {len(tops[0] & tops[1])} labels with fp32's (at least {TOP_K_OVERLAP})"}
     return {**c, "prediction": prediction}
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #6e03d736
+# %% ../nbs/11b_transformers_vision_runs.ipynb #8a7b6a4f
 def label_ranking(logits:torch.Tensor, labels:list)->str:
     "`cat 0.61, dog 0.22, ...`: the candidate labels by decreasing probability."
     p = logits.float().softmax(-1)
     return ", ".join(f"{labels[int(i)]} {float(p[i]):.2f}" for i in p.argsort(descending=True))
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #7b324963
+# %% ../nbs/11b_transformers_vision_runs.ipynb #7a0475f9
 def check_label_ranking(lp32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, labels:list,
                         threshold:float=NEAR_TIE_NATS)->tuple: # (verdict "Y"/"~"/"N", words)
     "The device's ranking of the candidate labels against fp32's: the same (or bf16's), swapped only at near-ties, or not."
@@ -147,7 +138,7 @@ def check_label_ranking(lp32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, 
         return "~", f"near-tie at rank {r + 1}: {labels[b]!r} vs {labels[a]!r} (gap {gap:.3f})"
     return "Y", ""
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #f1f04cc6
+# %% ../nbs/11b_transformers_vision_runs.ipynb #67530734
 def check_zero_shot(ref:dict, dev:dict, labels:list, device:str="device")->dict: # ok, cpu_match, prediction
     "A zero-shot model: the image's and the labels' embeddings as an encoder's, and the labels ranked as fp32 ranks them."
     prediction = f"labels on {device}: {label_ranking(dev['logits'], labels)} | CPU fp32: {label_ranking(ref['fp32']['logits'], labels)}"
@@ -158,7 +149,7 @@ def check_zero_shot(ref:dict, dev:dict, labels:list, device:str="device")->dict:
     verdict, words = check_label_ranking(ref["fp32"]["logits"].log_softmax(-1), ref["bf16"]["logits"], dev["logits"], labels)
     return {"ok": verdict != "N", "cpu_match": "Y" if verdict == "Y" else f"{verdict} {words}", "prediction": prediction}
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #90c18493
+# %% ../nbs/11b_transformers_vision_runs.ipynb #9619591e
 def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one dict per rank (or per kind of row)
     "The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's."
     if plan["runner"] == "run_image_encoder":
@@ -171,7 +162,7 @@ def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one
     return [{"rank": r + 1, **{f"{who}": f"{l} {p:.3f}" for who, (l, p) in zip(("CPU fp32", "CPU bf16", "device"), row)}}
             for r, row in enumerate(zip(*cols))]
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #4ec29942
+# %% ../nbs/11b_transformers_vision_runs.ipynb #e60e41af
 INPUT_PICTURE = "input.png" # the photograph, saved beside run.py: what the run saw
 
 def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
@@ -192,6 +183,6 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
             "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture}
 
-# %% ../nbs/11b_transformers_vision_runs.ipynb #de7b5fd5
+# %% ../nbs/11b_transformers_vision_runs.ipynb #08fe4d41
 RUNNERS = {"run_image_classifier": run_image_classifier, "run_image_encoder": run_image_encoder, "run_zero_shot_image": run_zero_shot_image}
 CHECKS = {"run_image_classifier": check_vision_run, "run_image_encoder": check_vision_run, "run_zero_shot_image": check_vision_run} # runner -> its check

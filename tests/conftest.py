@@ -182,7 +182,8 @@ def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float):
 DEMO_SWEEP_ONLY = {
     "transformers": ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-no-weights", "neuron-support-demo/giant-405b",
                      "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code",
-                     "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip"],
+                     "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip",
+                     "neuron-support-demo/tiny-whisper", "neuron-support-demo/tiny-wav2vec2-ctc", "neuron-support-demo/tiny-ast"],
     "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
     "diffusers": ["neuron-support-demo/tiny-sd", "neuron-support-demo/tiny-sd3", "neuron-support-demo/tiny-sd-vae-attention",
@@ -198,6 +199,25 @@ def demo_sweep_of_libraries(tmp_path_factory):
     return once_per_session(tmp_path_factory, "demo-sweep-of-libraries",
                             [shutil.which("neuron-support"), "sweep", "--demo", "--library", *DEMO_SWEEP_ONLY, "--slots", "2",
                              "--time-limit", "900", "--only", *[m for ids in DEMO_SWEEP_ONLY.values() for m in ids]], timeout=1700)
+
+
+def rerun_alone(run_dir: Path, endpoint: str, scratch: Path) -> dict:
+    "A run's run.py rerun outside its sweep, in a copy of its folder (the sweep's is shared), against a Hub: its outcome."
+    import subprocess
+    alone = shutil.copytree(run_dir, scratch / "alone")
+    again = subprocess.run([sys.executable, "run.py"], cwd=alone, capture_output=True, text=True, timeout=900,
+                           env={**os.environ, **hub_env(endpoint, scratch / "hf")})
+    assert again.stdout.strip(), again.stderr[-2000:]
+    return json.loads(again.stdout.strip().splitlines()[-1])
+
+
+def damaged_run(model_dir: Path, stack, scratch: Path) -> tuple:
+    "A local checkpoint run through the real run.py with the test hook `perturb=\"noise\"` damaging its device weights: (outcome, run.py)."
+    from neuron_support.libraries import make_plan
+    from neuron_support.script import execute_plan
+    outcome, run_py, _ = execute_plan(make_plan(str(model_dir), stack=stack), stack, scratch / "run", time_limit=600, perturb="noise",
+                                      reference_cache=scratch / "refs", echo=lambda line: None)
+    return outcome, run_py
 
 
 # The modules whose tests run longest (whole sweeps, runs with several ranks, the Space's virtualenv: minutes each) go

@@ -753,11 +753,11 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     df = load_tables(str(demo_sweep))
     assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"]
     assert set(df.model_id) == {m for ids in DEMO_SWEEP_ONLY.values() for m in ids}
-    # each row is its sweep's, ranked; but four: transformers' list goes on past its selection (the text-generation and
-    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 and the three vision models are there, listed and run, not selected
+    # each row is its sweep's, ranked; but seven: transformers' list goes on past its selection (the text-generation and
+    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
-    assert set(zip(beyond.library, beyond.model_id)) == {("transformers", "sentence-transformers/all-MiniLM-L6-v2"), ("transformers", f"{DEMO}/tiny-vit"),
-                                                         ("transformers", f"{DEMO}/tiny-dinov2"), ("transformers", f"{DEMO}/tiny-clip")}, beyond
+    assert set(zip(beyond.library, beyond.model_id)) == {("transformers", m) for m in ("sentence-transformers/all-MiniLM-L6-v2", f"{DEMO}/tiny-vit",
+                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("diffusers")   # diffusers swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
@@ -766,14 +766,14 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
     assert pg.locator("#models p").first.inner_text() == "15 models: 7 PASS, 1 FAIL(gen), 7 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, transformers 5. "
-                                                     "Not shown here: 3 more models (every model's latest run).")   # the vision models; MiniLM shows by its sentence-transformers row
+                                                     "Not shown here: 6 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
     assert pg.locator("#models p").first.inner_text() == "5 models: 1 PASS, 4 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 5. "
-                                                     "Not shown here: 4 more models (every model's latest run).")
+                                                     "Not shown here: 7 more models (every model's latest run).")
     # Selected is still the newest selection alone: diffusers', swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")
@@ -798,6 +798,23 @@ def test_an_image_classifiers_page_shows_its_photograph_and_both_rankings(browse
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/runs/{pair}/{model.replace('/', '--')}/input.png"]
     assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the photograph it saw"]
     assert natural_widths(pg, "#pictures img") == [224]   # fetched and decoded: the photograph itself
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_a_speech_models_page_shows_both_transcripts_and_plays_its_clip(browser, demo_sweep, demo_sweep_url):
+    "The tiny Whisper of the session's sweep: its page shows the device's and the CPU's transcripts, the clip's waveform, and a player that loads the clip."
+    model = f"{DEMO}/tiny-whisper"
+    pg = folder_page(browser, demo_sweep_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+    assert re.fullmatch(r'transcript on cpu: ".*" \| CPU fp32: ".*"', pg.locator("#notes").inner_text()), pg.locator("#notes").inner_text()
+    folder = f"/files/runs/{df_pair(demo_sweep, model)}/{model.replace('/', '--')}"
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"{folder}/waveform.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the clip it heard"]
+    assert pg.locator("#clip audio").get_attribute("src") == f"{folder}/input.wav"
+    duration = pg.locator("#clip audio").evaluate("a => new Promise(done => a.readyState >= 1 ? done(a.duration) : (a.onloadedmetadata = () => done(a.duration), a.onerror = () => done(-1)))")
+    assert abs(duration - 2.93) < 0.01, duration   # the browser fetched and read the clip itself
     clean(pg)
     assert pg.outside == []
     pg.context.close()

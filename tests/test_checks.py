@@ -410,11 +410,11 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
 ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "functools", "gc", "hashlib", "io", "json", "math", "os", "re", "resource", "signal", "socket", "sys", "time",
-                   "traceback", "urllib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
+                   "traceback", "urllib", "wave", "zlib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
                    "torch_neuronx"}
 
 
-@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("sentence-transformers", None),
+@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("transformers", "run_ctc"), ("sentence-transformers", None),
                                             ("diffusers", None)])
 def test_the_carried_modules_import_nothing_else_of_the_package(library, runner):
     """run.py is the carried modules' text: each may import the standard library, torch and the libraries' world, and the

@@ -66,7 +66,7 @@ def test_no_star_import_no_registration_by_mutation_no_fcntl():
     assert [m for m, t in text.items() if "fcntl" in t] == []
 
 
-@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("sentence-transformers", None),
+@pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("transformers", "run_ctc"), ("sentence-transformers", None),
                                             ("diffusers", None)])
 def test_run_py_is_the_carried_modules_verbatim(library, runner):
     """run.py's code is each carried module's text in order, byte for byte, less only its imports of the other carried

@@ -16,10 +16,12 @@ from neuron_support.stack import UsageError, detect_stack
 
 TASKS = ["text-generation", "image-text-to-text", "translation", "summarization", "fill-mask", "token-classification",
          "text-classification", "question-answering", "zero-shot-classification", "feature-extraction",
-         "sentence-similarity", "text-ranking", "image-classification", "image-feature-extraction", "zero-shot-image-classification"]
+         "sentence-similarity", "text-ranking", "image-classification", "image-feature-extraction", "zero-shot-image-classification",
+         "automatic-speech-recognition", "audio-classification"]
 PAGE = 4  # the test server's page size: every ranking of more than 4 models is paged
 EXTRA = "neuron-support-test/bert-as-generator"  # a BERT listed under text-generation: unsupported-task
 NOT_VISION = "neuron-support-test/bert-as-image-classifier"  # a BERT listed under image-classification: unsupported-task
+NOT_AUDIO = "neuron-support-test/wav2vec2-without-head"  # a Wav2Vec2 encoder listed under automatic-speech-recognition: unsupported-task
 PICKLE = "neuron-support-test/tiny-llama-pickle"  # weights only in a float32 pytorch_model.bin: planned from its size
 EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-llama-gptq": ("quantized", "quantization_config.quant_method = 'gptq'"),
@@ -32,19 +34,21 @@ EXPECTED_EXCLUSIONS = {
     EXTRA: ("unsupported-task", "(BertForMaskedLM): no runner generates with it"),
     NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder or zero-shot image class "
                                      "(BertForSequenceClassification): no vision runner serves it"),
+    NOT_AUDIO: ("unsupported-task", "an automatic-speech-recognition model without a speech-recognition, CTC or audio-classification class "
+                                    "(Wav2Vec2Model): no audio runner serves it"),
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 
 
 @pytest.fixture(scope="module")
 def select_catalog(demo_catalog, tmp_path_factory) -> Path:
-    "The demo catalog (hard links) plus a model that no runner can generate with, a text classifier listed as an image classifier, and one with only a pickle."
+    "The demo catalog (hard links) plus a model that no runner can generate with, a text classifier listed as an image classifier, an encoder listed as a speech recogniser, and one with only a pickle."
     root = tmp_path_factory.mktemp("select-catalog")
     shutil.copytree(demo_catalog / "models", root / "models", copy_function=os.link)
-    for id, arch in ((EXTRA, "BertForMaskedLM"), (NOT_VISION, "BertForSequenceClassification")):
+    for id, arch, mt in ((EXTRA, "BertForMaskedLM", "bert"), (NOT_VISION, "BertForSequenceClassification", "bert"), (NOT_AUDIO, "Wav2Vec2Model", "wav2vec2")):
         d = root / "models" / id
         d.mkdir(parents=True)
-        (d / "config.json").write_text(json.dumps({"architectures": [arch], "model_type": "bert"}))
+        (d / "config.json").write_text(json.dumps({"architectures": [arch], "model_type": mt}))
         (d / "model.safetensors").write_bytes(ONE_TENSOR)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -60,6 +64,8 @@ def select_catalog(demo_catalog, tmp_path_factory) -> Path:
                           "downloads": 650_000, "trendingScore": 31})
     cat["models"].append({"id": NOT_VISION, "pipeline_tag": "image-classification", "library_name": "transformers",
                           "downloads": 480_000, "trendingScore": 11})
+    cat["models"].append({"id": NOT_AUDIO, "pipeline_tag": "automatic-speech-recognition", "library_name": "transformers",
+                          "downloads": 470_000, "trendingScore": 6})
     (root / "catalog.json").write_text(json.dumps(cat))
     return root
 

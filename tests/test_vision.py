@@ -1,7 +1,7 @@
 """Issue 29: transformers' vision runners. The demo's three vision models swept through the real command (the session's
 shared sweep, tests/conftest.py), their notebooks showing the photograph and both rankings, run.py rerun alone, and each
 check failing on damaged weights."""
-import json, os, re, shutil, subprocess, sys
+import json, re
 
 import nbformat
 import pytest
@@ -10,6 +10,7 @@ from neuron_support.demo import build_demo
 from neuron_support.publish import read_table, table_path
 from neuron_support.stack import detect_stack, pair_key
 from neuron_support.sweep import run_folder
+from conftest import rerun_alone, damaged_run
 
 TR = detect_stack("cpu", found={}, library="transformers")
 PAIR = pair_key(TR)
@@ -41,23 +42,15 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
     assert re.fullmatch(r"labels on cpu: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5} \| CPU fp32: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5}", clip.notes), clip.notes
     assert table.loc[f"{DEMO}/tiny-dinov2", "notes"].startswith("hidden states 32-d, 258 rows (pooled, then each patch): min cosine ")
     # run.py stands alone: rerun outside the sweep, in a copy of its folder, it prints the same verdict
-    from neuron_support.hub import hub_env
-    alone = shutil.copytree(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), tmp_path / "alone")
-    again = subprocess.run([sys.executable, "run.py"], cwd=alone, capture_output=True, text=True, timeout=900,
-                           env={**os.environ, **hub_env(demo_hub, tmp_path / "hf")})
-    outcome = json.loads(again.stdout.strip().splitlines()[-1])
-    assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes), again.stderr[-2000:]
+    outcome = rerun_alone(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), demo_hub, tmp_path)
+    assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes)
 
 
 @pytest.mark.parametrize("model, want", [("tiny-vit", r"N differs: "), ("tiny-dinov2", r"N first differs at row \d+: cosine"),
                                          ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)")])
 def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
     "The test hook `perturb` damages the device's weights: the classifier's, the encoder's and the zero-shot check each say N."
-    from neuron_support.libraries import make_plan
-    from neuron_support.script import execute_plan
-    plan = make_plan(str(build_demo() / "models" / DEMO / model), stack=TR)
-    outcome, run_py, _ = execute_plan(plan, TR, tmp_path / "run", time_limit=600, perturb="noise", reference_cache=tmp_path / "refs",
-                                      echo=lambda line: None)
+    outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]
     assert "'perturb': 'noise'" in run_py
