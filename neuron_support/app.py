@@ -30,11 +30,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 import uvicorn
-from huggingface_hub import HfFileSystem, HfApi
+from huggingface_hub import HfFileSystem, HfApi, constants
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from .stack import UsageError, check_port
 from .facts import RESULTS
+from .processes import hub_answers
 from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, notebook_path, merge, empty_table, REPO, COLUMNS)
 
@@ -262,7 +263,10 @@ def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
 
 # %% ../nbs/21_app.ipynb #bd1aa3f1
 def popularity_or_none(tasks:list, libraries:list=("transformers",))->pd.DataFrame|None:
-    "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer."
+    "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer: asked once, in seconds, before its listings."
+    if not hub_answers(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
+        import sys; print(f"neuron-support app: the Hub at {os.environ.get('HF_ENDPOINT') or constants.ENDPOINT} does not answer: Downloads and Trending are in name order", file=sys.stderr)
+        return None
     try: return hub_popularity(tasks, libraries=libraries)
     except Exception as e:
         import sys; print(f"neuron-support app: no popularity figures from the Hub ({type(e).__name__}): Downloads and Trending are in name order", file=sys.stderr)
