@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'ALL',
            'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'WAVEFORM_PICTURE',
-           'INPUT_AUDIO', 'PICTURES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES', 'COLOURS',
-           'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'demo_rows',
-           'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary',
-           'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url',
-           'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class',
-           'safe_url', 'render', 'header_of', 'model_link', 'choices', 'script_header', 'clean_notebook_html',
-           'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets', 'wants_popularity', 'load_results',
-           'serve_app']
+           'INPUT_AUDIO', 'PICTURES', 'RUN_MEDIA_FILES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES',
+           'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables',
+           'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results',
+           'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url',
+           'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of',
+           'result_class', 'safe_url', 'render', 'header_of', 'model_link', 'choices', 'script_header',
+           'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
+           'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/21_app.ipynb #14239873
 from fastcore.basics import patch
@@ -264,8 +264,9 @@ def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
 # %% ../nbs/21_app.ipynb #bd1aa3f1
 def popularity_or_none(tasks:list, libraries:list=("transformers",))->pd.DataFrame|None:
     "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer: asked once, in seconds, before its listings."
-    if not hub_answers(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
-        import sys; print(f"neuron-support app: the Hub at {os.environ.get('HF_ENDPOINT') or constants.ENDPOINT} does not answer: Downloads and Trending are in name order", file=sys.stderr)
+    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT   # where hub_popularity's client will ask
+    if not hub_answers(endpoint):
+        import sys; print(f"neuron-support app: the Hub at {endpoint} does not answer: Downloads and Trending are in name order", file=sys.stderr)
         return None
     try: return hub_popularity(tasks, libraries=libraries)
     except Exception as e:
@@ -365,6 +366,7 @@ DEVICE_PICTURE, CPU_PICTURE, INPUT_PICTURE = "image.png", "image_cpu.png", "inpu
 WAVEFORM_PICTURE, INPUT_AUDIO = "waveform.png", "input.wav" # an audio model's clip: its waveform, and the clip itself
 PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw",
             WAVEFORM_PICTURE: "the clip it heard"}   # beside a run's notebook, with their captions
+RUN_MEDIA_FILES = (*PICTURES, INPUT_AUDIO) # what the app lists beside a run's notebook and serves to be shown in the page
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
                  )->frozenset: # paths in the dataset: runs/<pair>/<org>--<name>/image.png (and image_cpu.png)
@@ -372,8 +374,8 @@ def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
     if repo := hub_repo(data):
         try: found = [f.path for f in HfApi(endpoint=os.environ.get("HF_ENDPOINT")).list_repo_tree(repo, "runs", recursive=True, repo_type="dataset")]
         except EntryNotFoundError: return frozenset()   # no runs/ folder
-    else: found = [p.relative_to(data).as_posix() for name in (*PICTURES, INPUT_AUDIO) for p in Path(data).glob(f"runs/*/*/*/{name}")]
-    return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in (*PICTURES, INPUT_AUDIO))
+    else: found = [p.relative_to(data).as_posix() for name in RUN_MEDIA_FILES for p in Path(data).glob(f"runs/*/*/*/{name}")]
+    return frozenset(p for p in found if p.count("/") == 4 and p.rsplit("/", 1)[1] in RUN_MEDIA_FILES)
 
 # %% ../nbs/21_app.ipynb #a7c1d007
 def run_folder(pair:str, model_id:str)->str:
@@ -810,7 +812,7 @@ def web_app(self:Results)->"fastapi.FastAPI":
     @app.get("/files/{path:path}")
     def files(path:str):
         if f := self.run_file(path):
-            return FileResponse(f, filename=f.name, content_disposition_type="inline" if f.name in (*PICTURES, INPUT_AUDIO) else "attachment",
+            return FileResponse(f, filename=f.name, content_disposition_type="inline" if f.name in RUN_MEDIA_FILES else "attachment",
                                 headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
         return Response("not found", 404, media_type="text/plain")
 

@@ -14,7 +14,7 @@ __all__ = ['DYNAMO_REFUSALS', 'IMPORT_NAMES', 'DEPENDENCY_TABLES', 'TIKTOKEN_LIN
            'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main', 'end']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
-import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback, urllib.error, urllib.request
+import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
 import importlib.metadata, importlib.util
 import multiprocessing.connection, multiprocessing.resource_tracker
 from pathlib import Path
