@@ -6,17 +6,18 @@
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'ALL',
            'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'WAVEFORM_PICTURE',
            'INPUT_AUDIO', 'PICTURES', 'RUN_MEDIA_FILES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES',
-           'COLOURS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables',
-           'demo_rows', 'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results',
-           'view_summary', 'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url',
-           'notebook_url', 'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of',
-           'result_class', 'safe_url', 'render', 'header_of', 'model_link', 'choices', 'script_header',
-           'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
+           'COLOURS', 'ARCH_SHOWN', 'CONFIG_TIMEOUT', 'CONFIGS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo',
+           'pair_files', 'read_pair', 'load_tables', 'load_architectures', 'demo_rows', 'demo_dataset', 'pair_order',
+           'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity',
+           'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text',
+           'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render',
+           'header_of', 'model_link', 'choices', 'script_header', 'culprit', 'architecture_display', 'hub_config',
+           'declared', 'clean_notebook_html', 'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets',
            'wants_popularity', 'load_results', 'serve_app']
 
 # %% ../nbs/21_app.ipynb #14239873
 from fastcore.basics import patch
-import os, re, threading, time
+import json, os, re, threading, time
 from collections import Counter
 from functools import cache
 from urllib.parse import quote, urlencode
@@ -37,7 +38,8 @@ from .stack import UsageError, check_port
 from .facts import RESULTS
 from .processes import hub_answers
 from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
-                                    table_path, notebook_path, merge, empty_table, REPO, COLUMNS)
+                                    table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame,
+                                    read_architectures, ARCH_RESULTS, printable)
 
 # %% ../nbs/21_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -52,25 +54,32 @@ def hub_repo(data:str)->str|None:
 
 # %% ../nbs/21_app.ipynb #62d0954d
 def pair_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
+               folder:str="data", # "data": the models' tables; "architectures": the architecture tables (which a dataset may lack)
               )->dict: # {pair: path}, the local path or the path in HfFileSystem
-    "Every pair's table file in the dataset."
+    "Every pair's table file in the dataset (or architecture table)."
     if repo := hub_repo(data):
-        root = f"datasets/{repo}/data/"
+        root = f"datasets/{repo}/{folder}/"
         try: found = HfFileSystem(endpoint=os.environ.get("HF_ENDPOINT")).glob(root + "*/*.parquet")
-        except (FileNotFoundError, RepositoryNotFoundError): raise UsageError(f"no dataset {repo} on {os.environ.get('HF_ENDPOINT', 'the Hub')}") from None
+        except (FileNotFoundError, RepositoryNotFoundError):
+            if folder != "data": return {}
+            raise UsageError(f"no dataset {repo} on {os.environ.get('HF_ENDPOINT', 'the Hub')}") from None
         return {p[len(root):-len(".parquet")]: p for p in sorted(found) if PAIR.fullmatch(p[len(root):-len(".parquet")])}
-    root = Path(data) / "data"
+    root = Path(data) / folder
+    if not root.is_dir() and folder != "data": return {}
     if not root.is_dir(): raise UsageError(f"no dataset at {data}: expected a folder holding data/<compiler key>/<library>-<version>.parquet")
     return {str(p.relative_to(root))[:-len(".parquet")]: p for p in sorted(root.glob("*/*.parquet"))
             if PAIR.fullmatch(str(p.relative_to(root))[:-len(".parquet")])}
 
 # %% ../nbs/21_app.ipynb #2a3a2107
 def read_pair(path, # a local path, or a path in HfFileSystem
+              folder:str="data", # what the file is: a models' table ("data") or an architecture table ("architectures")
              )->pd.DataFrame: # the pair's table, checked against the schema
-    "One pair's table."
-    if isinstance(path, Path): return read_table(path)
+    "One pair's table (or architecture table)."
+    if isinstance(path, Path): return read_table(path) if folder == "data" else read_architectures(path)
     with HfFileSystem(endpoint=os.environ.get("HF_ENDPOINT")).open(path, "rb") as f: df = pd.read_parquet(f)
-    try: return validate(df)
+    try:
+        if folder != "data": return architecture_frame(df, unique=True)
+        return validate(with_our_columns(df))
     except UsageError as e: raise UsageError(f"hf://{path}: {e}") from None
 
 # %% ../nbs/21_app.ipynb #6b01a1c1
@@ -80,6 +89,14 @@ def load_tables(data:str, # a dataset folder or hf://datasets/ORG/NAME
     files = pair_files(data)
     if not files: raise UsageError(f"no table in {data}: nothing to show")
     return pd.concat([read_pair(p).assign(pair=pair) for pair, p in files.items()], ignore_index=True)
+
+# %% ../nbs/21_app.ipynb #8727e4a9
+def load_architectures(data:str, # a dataset folder or hf://datasets/ORG/NAME
+                      )->pd.DataFrame: # every pair's architecture rows, with a `pair` column; none when the dataset has no architecture table
+    "All the dataset's architecture tables as one frame."
+    files = pair_files(data, "architectures")
+    frames = [read_pair(p, "architectures").assign(pair=pair) for pair, p in files.items()]
+    return pd.concat(frames, ignore_index=True) if frames else architecture_frame([]).assign(pair=pd.Series(dtype=object))
 
 # %% ../nbs/21_app.ipynb #fdf3a13d
 HOSTILE_NOTE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>'
@@ -158,8 +175,11 @@ class Results:
                  popularity:pd.DataFrame|None=None, # model_id, downloads, trending_score (hub_popularity)
                  source:str="", # where the tables came from: a folder or hf://datasets/ORG/NAME
                  pictures:frozenset=frozenset(), # the paths of the runs' pictures in the dataset (picture_files)
+                 architectures:pd.DataFrame|None=None, # load_architectures' frame
                 ):
         self.source, self.pairs, self.pictures = str(source), pair_order(df), frozenset(pictures)
+        self.arch = architectures if architectures is not None else architecture_frame([]).assign(pair=pd.Series(dtype=object))
+        self.arch_pairs = pair_order(self.arch) if len(self.arch) else []   # oldest first, as the models' pairs
         rank = {p: i for i, p in enumerate(self.pairs)}
         df = df.assign(pair_index=df.pair.map(rank)).sort_values(["pair_index", "model_id"], ignore_index=True)
         self.df, self.shown = df, display_columns(df)
@@ -618,14 +638,126 @@ def script_header(run_py:str)->str:
         if not line.startswith("#!"): head.append(line)
     return "\n".join(head)
 
+# %% ../nbs/21_app.ipynb #7870220d
+def culprit(row:pd.Series)->str:
+    "What went wrong in an architecture's row, in one cell: the CPU's own error where it fails too, else the signature; why nothing ran for a SKIP."
+    if row.result in ("SKIP", "EXCLUDED"): return text_of(row.notes)
+    if not str(row.result).startswith("FAIL"): return ""
+    c = text_of(row.cpu_eager)
+    return f"the CPU fails too: {c}" if c and c != "ok" else text_of(row.error_signature) or text_of(row.notes)
+
+# %% ../nbs/21_app.ipynb #440f5785
+ARCH_SHOWN = {"model_type": "model type", "class": "class", "group": "group", "runner": "runner", "result": "result", "culprit": "culprit",
+              "graph_breaks": "graph breaks", "compile_s": "compile s", "pair": "pair"} # the architecture table's columns as its views show them
+
+def architecture_display(rows:pd.DataFrame)->pd.DataFrame:
+    "Architecture rows as the text table the pages show."
+    t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [])
+    t = t[list(ARCH_SHOWN)].rename(columns=ARCH_SHOWN).astype(object)
+    return t.where(t.notna(), "").reset_index(drop=True)
+
+# %% ../nbs/21_app.ipynb #bd3f206b
+@patch
+def architecture_rows(self:Results, pair:str=LATEST, # an architecture pair, or LATEST: each library's newest
+                      group:str=ALL, result:str=ALL, q:str="", # filters, as the models' views have
+                     )->pd.DataFrame: # sorted by model type and class
+    "The architecture rows of a pair, filtered."
+    a = self.arch
+    if pair == LATEST: a = a[a.pair.isin({lib: p for p in self.arch_pairs for lib in set(a.library[a.pair == p])}.values())]
+    elif pair in self.arch_pairs: a = a[a.pair == pair]
+    else: raise UsageError(f"pair {pair!r} has no architecture table")
+    if group and group != ALL: a = a[a.group == group]
+    if result and result != ALL: a = a[a.result == result]
+    if q := (q or "").strip().lower(): a = a[a.model_type.str.lower().str.contains(q, regex=False) | a["class"].str.lower().str.contains(q, regex=False)]
+    return a.sort_values(["model_type", "class", "pair"], ignore_index=True)
+
+# %% ../nbs/21_app.ipynb #40dd184d
+@patch
+def architectures_page(self:Results, pair:str=LATEST, group:str=ALL, result:str=ALL, q:str="")->str:
+    "The Architectures page: per pair, each architecture, its result and culprit, filterable."
+    rows = self.architecture_rows(pair, group, result, q)
+    found = Counter(rows.result)
+    return render("architectures.html", table=architecture_display(rows), count=plural(len(rows), "architecture"),
+                  split=[(r, found[r]) for r in ARCH_RESULTS if found[r]], pair=pair, group=group, result=result, q=q,
+                  pairs=[LATEST, *reversed(self.arch_pairs)], groups=choices(sorted(self.arch.group.dropna().unique())),
+                  results=choices(ARCH_RESULTS), devices=self.devices, harness=len(rows[rows.result.str.startswith("FAIL") & (rows.cpu_eager == "ok")]))
+
+# %% ../nbs/21_app.ipynb #7f483657
+@patch
+def architecture_of(self:Results, model_type:str, cls:str|None=None, # the architecture; None: every class of the type
+                    pair:str|None=None, # the pair to look in first (a model's own)
+                   )->pd.DataFrame: # its rows on one pair: that pair if it has any, else the newest that has
+    "The architecture table's rows of a model type (of its class alone, where the table has a row of it)."
+    a = self.arch[self.arch.model_type == model_type]
+    if not len(a): return a
+    a = a[a.pair == (pair if pair in set(a.pair) else next(p for p in reversed(self.arch_pairs) if p in set(a.pair)))]
+    return a[a["class"] == cls] if cls is not None and (a["class"] == cls).any() else a
+
+# %% ../nbs/21_app.ipynb #aa95b041
+@patch
+def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
+    "The tested checkpoints of a model type: each one's latest row in each library, newest first."
+    d = self.df.iloc[np.sort(np.concatenate([*self.latest_in.values(), np.array([], int)]))]
+    d = d[(d.model_type == model_type) & (d.result != "EXCLUDED")]
+    return d.sort_values(["tested_at", "model_id"], ascending=[False, True])
+
+# %% ../nbs/21_app.ipynb #42a66b31
+CONFIG_TIMEOUT = 5 # seconds the app waits for a model's config.json from the Hub
+CONFIGS = {} # {(Hub, model id): (config, sentence)}: the definite answers, kept while the app runs
+
+def hub_config(model_id:str)->tuple: # (the config as a dict, or None; a sentence saying why there is none)
+    "The model's config.json from the Hub, in one short request, or why there is none: the Hub does not know it, hides it, or does not answer."
+    import httpx
+    endpoint = hub_url()
+    if not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id} is not a Hub model id (ORG/NAME)"
+    if (endpoint, model_id) in CONFIGS: return CONFIGS[endpoint, model_id]
+    try: r = httpx.get(f"{endpoint}/{quote(model_id)}/resolve/main/config.json", timeout=CONFIG_TIMEOUT, follow_redirects=True)
+    except httpx.HTTPError: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"
+    code = r.headers.get("x-error-code", "")
+    if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
+    elif code == "RepoNotFound" or r.status_code == 404 and code != "EntryNotFound": answer = None, f"the Hub ({endpoint}) does not know {model_id}"
+    elif r.status_code == 404: answer = None, f"{model_id} has no config.json on the Hub (not a transformers model), so its architecture is not known here"
+    elif r.status_code in (401, 403): answer = None, f"the Hub ({endpoint}) does not know {model_id}, or shows it only with a token (a private model)"
+    elif r.status_code != 200: return None, f"the Hub answered {r.status_code} for its config.json"
+    else:
+        try: cfg = json.loads(r.content[:1_000_000])
+        except ValueError: cfg = None
+        answer = (cfg, "") if isinstance(cfg, dict) else (None, "its config.json on the Hub is not a JSON object")
+    if len(CONFIGS) > 10_000: CONFIGS.clear()
+    CONFIGS[endpoint, model_id] = answer
+    return answer
+
+# %% ../nbs/21_app.ipynb #293c822a
+def declared(config:dict)->tuple: # (model_type or "", class or None)
+    "The architecture a config.json declares: its model_type and its first class, as printable text of a sane length (the file is untrusted)."
+    mt, archs = config.get("model_type"), config.get("architectures")
+    cls = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    return (printable(mt)[:100] if isinstance(mt, str) else ""), (printable(cls)[:100] if cls else None)
+
+# %% ../nbs/21_app.ipynb #fa520a52
+@patch
+def untested(self:Results, model_id:str)->dict: # the values of model.html's part for a model no table holds
+    "What the dataset says of a model it does not hold: its architecture's rows here and how the tested checkpoints of its type fared, from its config.json on the Hub."
+    cfg, why = hub_config(model_id)
+    if cfg is None: return dict(why=why)
+    mt, cls = declared(cfg)
+    if not mt: return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
+    arch, tested = self.architecture_of(mt, cls), self.tested_of_type(mt)
+    found = Counter(tested.result)
+    return dict(why="", model_type=mt, cls=cls, arch=architecture_display(arch), exact=cls is not None and (arch["class"] == cls).any(),
+                counts=[(r, found[r]) for r in RESULTS if found[r]], tested=tested.model_id.nunique(),
+                tested_table=pd.DataFrame({"model": tested.model_id, "library": tested.library, "pair": tested.pair, "result": tested.result}).head(LIMIT),
+                tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
+
 # %% ../nbs/21_app.ipynb #2899357c
 @patch
 def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status, html)
     "A model's page, and 404 when the dataset does not hold it (or not on that pair)."
     row = self.model_row(model_id, pair or None)
     if row is None:
-        return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and model_id in self.by_model else None,
-                           search=urlencode({"q": model_id}), devices=self.devices)
+        held = model_id in self.by_model
+        return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and held else None, search=urlencode({"q": model_id}),
+                           untested=None if held else self.untested(model_id), devices=self.devices)
     hist, libs = self.history(model_id), self.by_library(model_id)
     details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
                ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
@@ -633,6 +765,7 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
                        details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
                        clip=self.picture_url(row.pair, model_id, INPUT_AUDIO),
+                       architecture=architecture_display(self.architecture_of(row.model_type, pair=row.pair)) if text_of(row.model_type) else None,
                        run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 
 # %% ../nbs/21_app.ipynb #609cfc9c
@@ -800,6 +933,10 @@ def web_app(self:Results)->"fastapi.FastAPI":
     def table(view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL):
         return answer(lambda: (200, self.models_section(view, task, runner, result, pair, q, library)))
 
+    @app.get("/architectures")
+    def architectures(pair:str=LATEST, group:str=ALL, result:str=ALL, q:str=""):
+        return answer(lambda: (200, self.architectures_page(pair, group, result, q)))
+
     @app.get("/model")
     def model(id:str="", pair:str=""): return answer(lambda: self.model_page(id.strip(), pair or None))
 
@@ -829,10 +966,10 @@ def wants_popularity(data:str, popularity:bool|None=None)->bool:
 def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME
                  popularity:bool|None=None, # ask the Hub for downloads and trending scores (None: see wants_popularity)
                 )->Results:
-    "The dataset's tables, in memory, with the runs' pictures listed, and the Hub's popularity figures when it answers."
+    "The dataset's tables and architecture tables, in memory, with the runs' pictures listed, and the Hub's popularity figures when it answers."
     df = load_tables(data)
     pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
-    return Results(df, pop, source=str(data), pictures=picture_files(data))
+    return Results(df, pop, source=str(data), pictures=picture_files(data), architectures=load_architectures(data))
 
 # %% ../nbs/21_app.ipynb #85089ee2
 def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['add_stack_options', 'positive', 'out_folder', 'stack_from', 'known_libraries', 'cmd_stack', 'cmd_demo',
-           'cmd_hub_serve', 'cmd_select', 'cmd_run', 'cmd_sweep', 'cmd_publish', 'cmd_diff', 'cmd_app', 'build_parser',
-           'user_error', 'main']
+           'cmd_hub_serve', 'cmd_select', 'cmd_run', 'cmd_sweep', 'cmd_architectures', 'cmd_publish', 'cmd_diff',
+           'cmd_app', 'build_parser', 'user_error', 'main']
 
 # %% ../nbs/22_cli.ipynb #e3e8f9fa
 import argparse, errno, json, sys, tempfile
@@ -101,6 +101,13 @@ def cmd_sweep(args):
     sweep(max_runs=args.max_runs, demo=args.demo, address=args.address, out_dir=out_folder(args.out), slots=args.slots, only=args.only,
           push_cache=args.push_cache, cache_from=args.cache_from, stack=stack_from(args), libraries=args.library or known_libraries(), **given)
 
+# %% ../nbs/22_cli.ipynb #1dd29e8a
+def cmd_architectures(args):
+    "Run the architecture table of a library on this stack, and print its summary and where it is."
+    from neuron_support.architectures import architectures
+    architectures(args.library, args.only, args.max_runs, out_folder(args.out), args.address, args.slots,
+                  positive(args.time_limit, "--time-limit"), stack_from(args))
+
 # %% ../nbs/22_cli.ipynb #aefbb2bc
 def cmd_publish(args):
     "Upload the dataset folder's changed files to the Hub dataset repo, or list them with --dry-run."
@@ -111,7 +118,7 @@ def cmd_publish(args):
 def cmd_diff(args):
     "Print the regressions, fixes and changed failures between two pairs."
     from neuron_support.publish import diff_pairs, diff_json, format_diff
-    d = diff_pairs(args.data, args.pair_a, args.pair_b, args.device_only)
+    d = diff_pairs(args.data, args.pair_a, args.pair_b, args.device_only, args.architectures)
     print(diff_json(d) if args.json else format_diff(d))
 
 # %% ../nbs/22_cli.ipynb #012fd7cd
@@ -172,6 +179,16 @@ def build_parser()->argparse.ArgumentParser:
     add_stack_options(p, several_libraries=True)
     p.set_defaults(handler=cmd_sweep)
 
+    p = command("architectures", "run a tiny random checkpoint of every architecture the library can build, into architectures/<pair>.parquet (resumable)")
+    p.add_argument("--only", type=lambda s: [t for t in s.split(",") if t], metavar="TYPES", help="a comma list of model types, or model_type:Class for one class (default: every architecture)")
+    p.add_argument("--max-runs", type=int, help="run at most this many architectures; the next invocation goes on (default: all)")
+    p.add_argument("--out", default="out", help="the dataset folder: architectures/<pair>.parquet, and architecture-runs/ for the runs (default: out)")
+    p.add_argument("--address", help="a Ray cluster's address (default: a local Ray)")
+    p.add_argument("--slots", type=int, help="cores of the local Ray (on the CPU: concurrent rank processes; default: the host's)")
+    p.add_argument("--time-limit", type=float, default=300, help="seconds one run gets before it is killed with its ranks (default: %(default)s)")
+    add_stack_options(p)
+    p.set_defaults(handler=cmd_architectures)
+
     p = command("publish", "upload the results tables, notebooks and card to a Hub dataset repo")
     p.add_argument("--data", default="out", help="the dataset folder, holding data/ and runs/ (default: out)")
     p.add_argument("--repo", default="aws-neuron/torch-neuronx-model-support", help="the Hub dataset repo, ORG/NAME (default: %(default)s)")
@@ -183,6 +200,7 @@ def build_parser()->argparse.ArgumentParser:
     p.add_argument("pair_b", metavar="PAIR_B")
     p.add_argument("--data", default="out", help="the dataset folder, holding data/ (default: out)")
     p.add_argument("--device-only", action="store_true", help="leave out failures the CPU has too (cpu_eager): the compiler team's view")
+    p.add_argument("--architectures", action="store_true", help="compare the pairs' architecture tables (architectures/) instead of their models")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_diff)
 

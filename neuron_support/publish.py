@@ -4,14 +4,17 @@
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'KINDS', 'PANDAS_TYPES', 'STACK_COLUMNS', 'VERBATIM_COLUMNS',
-           'ESCAPES', 'PAIR', 'SPACE', 'CARDS', 'OUTCOME_FILE', 'RUN_MEDIA', 'REPO', 'PUBLISH_TRIES', 'CHANGES',
-           'is_text', 'is_number', 'column_array', 'validate', 'frame', 'empty_table', 'error_signature', 'printable',
-           'stack_columns', 'table_row', 'synthetic_row', 'check_pair', 'table_path', 'notebook_path', 'pairs',
-           'write_table', 'table_bytes', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows', 'result_counts',
-           'example_model', 'render_card', 'pair_library', 'library_pairs', 'read_tables', 'drawn_files',
-           'dataset_files', 'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'stale_pictures', 'changes',
-           'check_repo', 'remote_head', 'remote_table', 'merge_tables', 'publish', 'refused_upload', 'format_changes',
-           'change', 'device_side', 'diff', 'diff_pairs', 'clip', 'format_diff', 'diff_json']
+           'ESCAPES', 'PAIR', 'ARCH_RESULTS', 'ARCH_SCHEMA', 'ARCH_KEY', 'SPACE', 'CARDS', 'OUTCOME_FILE', 'RUN_MEDIA',
+           'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate', 'frame',
+           'empty_table', 'error_signature', 'printable', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair',
+           'table_path', 'notebook_path', 'pairs', 'write_table', 'parquet_bytes', 'table_bytes', 'read_checked',
+           'with_our_columns', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows', 'architecture_path',
+           'architecture_pairs', 'architecture_frame', 'merge_architectures', 'architecture_bytes',
+           'read_architectures', 'result_counts', 'example_model', 'render_card', 'pair_library', 'library_pairs',
+           'read_tables', 'read_architecture_tables', 'drawn_files', 'dataset_files', 'git_blob_sha1', 'same_file',
+           'Change', 'remote_files', 'stale_pictures', 'changes', 'check_repo', 'remote_head', 'remote_table',
+           'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'device_side', 'diff', 'diff_pairs',
+           'architecture_keys', 'clip', 'format_diff', 'diff_json']
 
 # %% ../nbs/17_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -47,7 +50,7 @@ OUR_COLUMNS = [
     pa.field("error_signature", pa.string()), pa.field("notebook", pa.string()), pa.field("check", pa.string()),
     pa.field("reference_cached", pa.bool_()), pa.field("graphs", pa.int64()), pa.field("graphs_cached", pa.int64()),
     pa.field("hbm_reserved_gb", pa.float64()), pa.field("cpu_eager", pa.string()), pa.field("graph_breaks", pa.int64()),
-    pa.field("graph_break", pa.string())]
+    pa.field("graph_break", pa.string()), pa.field("model_type", pa.string())]
 SCHEMA = pa.schema(CARD_COLUMNS + OUR_COLUMNS)
 COLUMNS = SCHEMA.names
 
@@ -83,15 +86,19 @@ def column_array(df:pd.DataFrame, # a table, in any column order
 # %% ../nbs/17_publish.ipynb #4517b93d
 def validate(df:pd.DataFrame, # a table, or rows, with the schema's columns
              unique:bool=True, # one row per model, as in a pair's table
+             schema:pa.Schema=SCHEMA, # the models' table's, or the architecture table's (ARCH_SCHEMA)
+             key:tuple=("model_id",), # the columns that name a row once
+             results:dict=RESULTS, # what `result` may hold
             )->pd.DataFrame: # the same rows, in the schema's column order and dtypes
-    "Check `df` against `SCHEMA`; a `UsageError` names the first column at fault."
-    if extra := [c for c in df.columns if c not in COLUMNS]: raise UsageError(f"unknown column {extra[0]!r} in the table")
-    if missing := [c for c in COLUMNS if c not in df.columns]: raise UsageError(f"column {missing[0]!r} is missing from the table")
-    t = pa.Table.from_arrays([column_array(df, f) for f in SCHEMA], schema=SCHEMA)
-    if bad := sorted(set(t["result"].to_pylist()) - set(RESULTS)):
-        raise UsageError(f"column 'result' holds {bad[0]!r}: expected one of {', '.join(RESULTS)}")
-    if unique and (dup := df["model_id"][df["model_id"].duplicated()]).size:
-        raise UsageError(f"column 'model_id' holds {dup.iloc[0]!r} twice: a pair's table has one row per model")
+    "Check `df` against `schema`; a `UsageError` names the first column at fault."
+    names = schema.names
+    if extra := [c for c in df.columns if c not in names]: raise UsageError(f"unknown column {extra[0]!r} in the table")
+    if missing := [c for c in names if c not in df.columns]: raise UsageError(f"column {missing[0]!r} is missing from the table")
+    t = pa.Table.from_arrays([column_array(df, f) for f in schema], schema=schema)
+    if bad := sorted(set(t["result"].to_pylist()) - set(results)):
+        raise UsageError(f"column 'result' holds {bad[0]!r}: expected one of {', '.join(results)}")
+    if unique and (dup := df[list(key)][df.duplicated(list(key))]).size:
+        raise UsageError(f"{' and '.join(repr(k) for k in key)} hold {' '.join(map(str, dup.iloc[0]))!r} twice: a pair's table has one row per {'model' if key == ('model_id',) else 'architecture'}")
     return t.to_pandas(types_mapper=PANDAS_TYPES.get)
 
 # %% ../nbs/17_publish.ipynb #5cafec7a
@@ -224,22 +231,36 @@ def write_table(df:pd.DataFrame, # the pair's table
     return write_atomic(path, table_bytes(df))
 
 # %% ../nbs/17_publish.ipynb #ff9ab83b
-def table_bytes(df:pd.DataFrame)->bytes:
-    "The parquet file of a table, validated against the schema."
-    buf = pa.BufferOutputStream(); pq.write_table(pa.Table.from_pandas(validate(df), schema=SCHEMA, preserve_index=False), buf)
+def parquet_bytes(df:pd.DataFrame, schema:pa.Schema)->bytes:
+    "The parquet file of a checked table, as bytes."
+    buf = pa.BufferOutputStream(); pq.write_table(pa.Table.from_pandas(df, schema=schema, preserve_index=False), buf)
     return buf.getvalue().to_pybytes()
 
+# %% ../nbs/17_publish.ipynb #4d3bf0b6
+def table_bytes(df:pd.DataFrame)->bytes:
+    "The parquet file of a table, validated against the schema."
+    return parquet_bytes(validate(df), SCHEMA)
+
 # %% ../nbs/17_publish.ipynb #3be848e1
-def read_table(path)->pd.DataFrame:
-    "The table in the parquet file at `path`, checked against the schema."
+def read_checked(path, check, # check(df) -> the checked frame, or a UsageError
+                 what:str="table")->pd.DataFrame:
+    "The parquet file at `path`, checked; a missing, unreadable or wrong file is a one-line UsageError that names it."
     path = Path(path)
-    if not path.is_file(): raise UsageError(f"no table at {path}")
+    if not path.is_file(): raise UsageError(f"no {what} at {path}")
     try: df = pd.read_parquet(path)
     except (pa.ArrowException, OSError) as e: raise UsageError(f"{path} is not a readable parquet file: {e}") from None
-    for f in OUR_COLUMNS:  # a table written before one of our columns existed has it empty
-        if f.name not in df.columns: df[f.name] = None
-    try: return validate(df)
+    try: return check(df)
     except UsageError as e: raise UsageError(f"{path}: {e}") from None
+
+# %% ../nbs/17_publish.ipynb #f90dd36c
+def with_our_columns(df:pd.DataFrame)->pd.DataFrame:
+    "A table written before one of our columns existed, with that column empty."
+    return df.assign(**{f.name: None for f in OUR_COLUMNS if f.name not in df.columns})
+
+# %% ../nbs/17_publish.ipynb #acd0ae52
+def read_table(path)->pd.DataFrame:
+    "The table in the parquet file at `path`, checked against the schema."
+    return read_checked(path, lambda df: validate(with_our_columns(df)))
 
 # %% ../nbs/17_publish.ipynb #3c8e29d8
 def latest(rows:pd.DataFrame)->pd.DataFrame:
@@ -283,6 +304,59 @@ def check_rows(rows, pair:str)->pd.DataFrame:
             raise UsageError(f"column {col!r} of {df.model_id[wrong].iloc[0]!r} is {df[col][wrong].iloc[0]!r}, not {want!r} as in pair {pair}")
     return df
 
+# %% ../nbs/17_publish.ipynb #b23b06e5
+ARCH_RESULTS = {**RESULTS, "SKIP": "The tiny random checkpoint could not be built (`notes` says why): nothing ran."}
+ARCH_SCHEMA = pa.schema([
+    pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
+    pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()),
+    pa.field("settings", pa.string()), pa.field("graph_breaks", pa.int64()), pa.field("graph_break", pa.string()),
+    pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
+    pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),
+    pa.field("library", pa.string(), nullable=False), *[pa.field(v, pa.string()) for v in ("library_version", *VERSION_COLUMNS)],
+    pa.field("device", pa.string()), pa.field("backend", pa.string()), pa.field("tested_at", pa.timestamp("us", tz="UTC")),
+    pa.field("run_py", pa.string()), pa.field("notebook", pa.string())])
+ARCH_KEY = ("model_type", "class") # what names an architecture's row once
+
+# %% ../nbs/17_publish.ipynb #626cde3a
+def architecture_path(data_dir, # the dataset folder
+                      pair:str, # "<compiler key>/<library key>"
+                     )->Path: # architectures/<compiler key>/<library>-<version>.parquet under data_dir
+    "The architecture table of a pair."
+    return Path(data_dir) / "architectures" / f"{check_pair(pair)}.parquet"
+
+# %% ../nbs/17_publish.ipynb #283cd9ce
+def architecture_pairs(data_dir)->list:
+    "The pairs that have an architecture table in `data_dir`, sorted."
+    return sorted(str(p.relative_to(Path(data_dir) / "architectures"))[:-len(".parquet")] for p in Path(data_dir).glob("architectures/*/*.parquet")
+                  if PAIR.fullmatch(str(p.relative_to(Path(data_dir) / "architectures"))[:-len(".parquet")]))
+
+# %% ../nbs/17_publish.ipynb #0a3ee9b7
+def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's columns
+                       unique:bool=False, # refuse an architecture twice, as in a pair's table
+                      )->pd.DataFrame:
+    "Rows of the architecture table, validated, with every column."
+    df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if extra := [c for c in df.columns if c not in ARCH_SCHEMA.names]: raise UsageError(f"unknown column {extra[0]!r} in the rows")
+    return validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS)
+
+# %% ../nbs/17_publish.ipynb #6b09df7b
+def merge_architectures(old:pd.DataFrame, new_rows)->pd.DataFrame:
+    "The architecture table with `new_rows` in: an architecture's newest row wins (the later given, at equal times); sorted by model type and class."
+    both = pd.concat([architecture_frame(old), architecture_frame(new_rows)], ignore_index=True)
+    both["_at"], both["_pos"] = both.tested_at.fillna(pd.Timestamp.min.tz_localize("UTC")), range(len(both))
+    kept = both.sort_values(["_at", "_pos"]).drop_duplicates(list(ARCH_KEY), keep="last").drop(columns=["_at", "_pos"])
+    return architecture_frame(kept.sort_values(list(ARCH_KEY), ignore_index=True), unique=True)
+
+# %% ../nbs/17_publish.ipynb #bc559eaa
+def architecture_bytes(df:pd.DataFrame)->bytes:
+    "The parquet file of an architecture table, validated."
+    return parquet_bytes(architecture_frame(df, unique=True), ARCH_SCHEMA)
+
+# %% ../nbs/17_publish.ipynb #f6245724
+def read_architectures(path)->pd.DataFrame:
+    "The architecture table in the parquet file at `path`, checked against its schema."
+    return read_checked(path, lambda df: architecture_frame(df, unique=True), "architecture table")
+
 # %% ../nbs/17_publish.ipynb #cc573366
 SPACE = "aws-neuron/torch-neuronx-model-support"
 CARDS = Environment(loader=PackageLoader("neuron_support", "templates"), autoescape=False, undefined=StrictUndefined,  # Markdown: not escaped
@@ -290,10 +364,11 @@ CARDS = Environment(loader=PackageLoader("neuron_support", "templates"), autoesc
 
 # %% ../nbs/17_publish.ipynb #a2a4f9f2
 def result_counts(tables:dict, # {pair: table}
+                  results:dict=RESULTS, # the results counted: the models' (RESULTS) or the architectures' (ARCH_RESULTS)
                  )->pd.DataFrame: # one row per pair, one column per result, and the total
-    "How many models of each pair have each result."
+    "How many models (or architectures) of each pair have each result."
     counts = pd.DataFrame({p: t.result.value_counts() for p, t in tables.items()}).T
-    counts = counts.reindex(index=sorted(tables, reverse=True), columns=list(RESULTS)).fillna(0).astype(int)
+    counts = counts.reindex(index=sorted(tables, reverse=True), columns=list(results)).fillna(0).astype(int)
     return counts.assign(models=counts.sum(axis=1))
 
 # %% ../nbs/17_publish.ipynb #d0ce3817
@@ -309,11 +384,13 @@ def example_model(tables:dict)->tuple: # (pair, model_id)
 def render_card(tables:dict, # {pair: table}
                 repo:str, # the dataset repo, ORG/NAME
                 space:str=SPACE, # the lookup app's Space
+                architectures:dict|None=None, # {pair: architecture table}
                )->str: # the README.md of the dataset
     "The dataset card, with the pairs present and the repo's own examples."
     pair, model = example_model(tables)
     return CARDS.get_template("card.md").render(repo=repo, space=space, pair=pair, model=model, results=RESULTS, versions=[VERSION_COLUMNS[0], "library_version", *VERSION_COLUMNS[1:]],
-                                                counts=result_counts(tables) if tables else None, libraries=library_pairs(tables))
+                                                counts=result_counts(tables) if tables else None, libraries=library_pairs(tables),
+                                                arch_counts=result_counts(architectures, ARCH_RESULTS) if architectures else None, arch_results=ARCH_RESULTS)
 
 # %% ../nbs/17_publish.ipynb #44b746b2
 def pair_library(pair:str)->str:
@@ -333,6 +410,11 @@ def read_tables(data_dir)->dict:
     "Every pair's table in the dataset folder, {pair: table}."
     return {p: read_table(table_path(data_dir, p)) for p in pairs(data_dir)}
 
+# %% ../nbs/17_publish.ipynb #a93fba6c
+def read_architecture_tables(data_dir)->dict:
+    "Every pair's architecture table in the dataset folder, {pair: table}."
+    return {p: read_architectures(architecture_path(data_dir, p)) for p in architecture_pairs(data_dir)}
+
 # %% ../nbs/17_publish.ipynb #68850efe
 OUTCOME_FILE = "outcome.json" # run.py's outcome, as the run notebook saves it beside run.py
 RUN_MEDIA = (".png", ".wav") # the kinds of file a run's outcome may name beside it: pictures, and an audio run's clip
@@ -348,11 +430,15 @@ def drawn_files(run_dir:Path, # a run's folder
 def dataset_files(data_dir, # the dataset folder
                   repo:str, # the dataset repo, for the card's examples
                   tables:dict|None=None, # {pair: table} to publish (default: the folder's own)
+                  architectures:dict|None=None, # {pair: architecture table} to publish (default: the folder's own)
                  )->dict: # {path in repo: bytes}
-    "What the dataset repo should hold, from the folder: the card, the tables, the run notebooks and a text-to-image run's pictures."
+    "What the dataset repo should hold, from the folder: the card, the tables, the architecture tables, the run notebooks and a run's pictures."
     root = Path(data_dir)
     tables = read_tables(root) if tables is None else tables
-    files = {"README.md": render_card(tables, repo).encode(), **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())}}
+    architectures = read_architecture_tables(root) if architectures is None else architectures
+    files = {"README.md": render_card(tables, repo, architectures=architectures).encode(),
+             **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())},
+             **{f"architectures/{p}.parquet": architecture_bytes(t) for p, t in sorted(architectures.items())}}
     for notebook in sorted(root.glob("runs/*/*/*/run.ipynb")):
         for p in [notebook, *(notebook.parent / name for name in drawn_files(notebook.parent))]:
             if p.is_file(): files[p.relative_to(root).as_posix()] = p.read_bytes()
@@ -416,9 +502,12 @@ def remote_head(api, repo:str)->str|None:
     except RepositoryNotFoundError: return None
 
 # %% ../nbs/17_publish.ipynb #e1be9606
-def remote_table(api, repo:str, pair:str, revision:str)->pd.DataFrame|None:
-    "The pair's table in the repo at a commit, None when the repo has none."
-    try: return read_table(hf_hub_download(repo, f"data/{pair}.parquet", repo_type="dataset", revision=revision, token=api.token, endpoint=api.endpoint))
+def remote_table(api, repo:str, pair:str, revision:str,
+                 kind:str="data", # "data": the models' table; "architectures": the architecture table
+                )->pd.DataFrame|None:
+    "The pair's table (or architecture table) in the repo at a commit, None when the repo has none."
+    read = read_table if kind == "data" else read_architectures
+    try: return read(hf_hub_download(repo, f"{kind}/{pair}.parquet", repo_type="dataset", revision=revision, token=api.token, endpoint=api.endpoint))
     except EntryNotFoundError: return None
 
 # %% ../nbs/17_publish.ipynb #b8e0a8f9
@@ -438,13 +527,16 @@ def publish(data_dir, # the dataset folder (data/, runs/)
            )->list: # the Changes uploaded (or that would be)
     "Merge the folder's tables into the repo's, and upload what changed in one commit on the commit they were merged with."
     check_repo(repo)
-    if not pairs(data_dir): raise UsageError(f"no table under {Path(data_dir) / 'data'}: nothing to publish")
-    api, mine = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token), read_tables(data_dir)
+    if not pairs(data_dir) and not architecture_pairs(data_dir):
+        raise UsageError(f"no table under {Path(data_dir) / 'data'} or {Path(data_dir) / 'architectures'}: nothing to publish")
+    api, mine, my_arch = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token), read_tables(data_dir), read_architecture_tables(data_dir)
     for _ in range(PUBLISH_TRIES):
         head = remote_head(api, repo)
         tables = {p: t if head is None or (theirs := remote_table(api, repo, p, head)) is None else merge_tables(theirs, t)
                   for p, t in mine.items()}
-        files = dataset_files(data_dir, repo, tables)
+        arch = {p: t if head is None or (theirs := remote_table(api, repo, p, head, "architectures")) is None else merge_architectures(theirs, t)
+                for p, t in my_arch.items()}
+        files = dataset_files(data_dir, repo, tables, arch)
         todo = changes(files, remote_files(api, repo, head))
         if dry_run or not todo: return todo
         with refused_upload(repo):
@@ -498,9 +590,10 @@ def device_side(result, cpu_eager)->bool:
 def diff(table_a:pd.DataFrame, # the first pair's table (say, the older compiler)
          table_b:pd.DataFrame, # the second pair's table
          device_only:bool=False, # leave out the changes to or from a failure that the CPU has too (the model's, not the device's)
-        )->pd.DataFrame: # one row per model that changed: model_id, change, results, error signatures and cpu_eager in a and b
-    "The models whose result differs between two tables, regressions first."
-    tested = lambda t: validate(t)[lambda x: x.result != "EXCLUDED"].set_index("model_id")
+         key:str="model_id", # the column that names a row: "architecture" for architecture tables (`architecture_keys`)
+        )->pd.DataFrame: # one row per model that changed: model_id (or key), change, results, error signatures and cpu_eager in a and b
+    "The models (or architectures) whose result differs between two tables, regressions first."
+    tested = lambda t: (validate(t) if key == "model_id" else t)[lambda x: ~x.result.isin(["EXCLUDED", "SKIP"])].set_index(key)
     a, b = tested(table_a), tested(table_b)
     rows = []
     for m in sorted(set(a.index) | set(b.index)):
@@ -511,14 +604,24 @@ def diff(table_a:pd.DataFrame, # the first pair's table (say, the older compiler
                              error_signature_b=b.error_signature.get(m), cpu_eager_a=ca, cpu_eager_b=cb))
     df = pd.DataFrame(rows, columns=["model_id", "change", "result_a", "result_b", "error_signature_a", "error_signature_b",
                                      "cpu_eager_a", "cpu_eager_b"])
-    return df.sort_values(["change", "model_id"], key=lambda s: s.map(CHANGES.index) if s.name == "change" else s, ignore_index=True)
+    df = df.sort_values(["change", "model_id"], key=lambda s: s.map(CHANGES.index) if s.name == "change" else s, ignore_index=True)
+    return df.rename(columns={"model_id": key})
 
 # %% ../nbs/17_publish.ipynb #204f9105
-def diff_pairs(data_dir, pair_a:str, pair_b:str, device_only:bool=False)->pd.DataFrame:
+def diff_pairs(data_dir, pair_a:str, pair_b:str, device_only:bool=False,
+               architectures:bool=False, # compare the pairs' architecture tables instead of their models' tables
+              )->pd.DataFrame:
     "`diff` of two pairs' tables in the dataset folder: two compilers (or library versions) of one library."
     if (a := pair_library(check_pair(pair_a))) != (b := pair_library(check_pair(pair_b))):
         raise UsageError(f"{pair_a} and {pair_b} are of different libraries ({a}, {b}): a diff compares compiler versions within one library")
+    if architectures:
+        return diff(*(architecture_keys(read_architectures(architecture_path(data_dir, p))) for p in (pair_a, pair_b)), device_only, "architecture")
     return diff(*(read_table(table_path(data_dir, p)) for p in (pair_a, pair_b)), device_only)
+
+# %% ../nbs/17_publish.ipynb #7a233f5c
+def architecture_keys(df:pd.DataFrame)->pd.DataFrame:
+    "An architecture table with the `architecture` column that names each row: `model_type:Class`."
+    return df.assign(architecture=df.model_type + ":" + df["class"])
 
 # %% ../nbs/17_publish.ipynb #271579a9
 def clip(s, n:int=60)->str:
@@ -531,8 +634,8 @@ def format_diff(df:pd.DataFrame)->str:
     "The diff as text: counts by change, then a table."
     summary = ", ".join(f"{(df.change == c).sum()} {c}" for c in CHANGES)
     if df.empty: return summary
-    cells = [["model", "change", "a", "b", "error signature (b, else a)"]] + [
-        [clip(r.model_id, 50), r.change, clip(r.result_a), clip(r.result_b),
+    cells = [["architecture" if "architecture" in df else "model", "change", "a", "b", "error signature (b, else a)"]] + [
+        [clip(getattr(r, df.columns[0]), 50), r.change, clip(r.result_a), clip(r.result_b),
          clip(r.error_signature_b if isinstance(r.error_signature_b, str) else r.error_signature_a)] for r in df.itertuples()]
     w = [max(len(row[i]) for row in cells) for i in range(4)]
     return "\n".join([summary, ""] + ["  ".join(c.ljust(n) for c, n in zip(row, w)) + "  " + row[4] for row in cells])

@@ -228,7 +228,7 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
                      graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"),
                      cpu_eager=cpu_eager_column(o.get("cpu_eager"), plan.model_id), graph_breaks=o.get("graph_breaks"),
-                     graph_break=o.get("graph_break") or None)
+                     graph_break=o.get("graph_break") or None, model_type=plan.model_type or None)
 
 # %% ../nbs/18_script.ipynb #c1ad4815
 def cpu_eager_column(cpu_eager:str|None, # run.py's: "ok", the CPU's error, or empty

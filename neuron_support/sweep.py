@@ -658,6 +658,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           parameters:dict|None=None, # extra notebook parameters
           stream=None, # where progress goes (stderr)
           libraries:list|None=None, # the libraries whose lists are swept, one after the other (None: the stack's)
+          report:bool=True, # print the table's summary and where it is at the end (the architecture table prints its own)
          )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
@@ -712,7 +713,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
             if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
         finally: progress.close()
         path = table_path(out_dir, pair)
-        if path.exists(): print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
+        if path.exists() and report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
         return path
 
 SWEEP_ARGS = tuple(inspect.signature(sweep).parameters) # what one library's sweep passes on to the next

@@ -226,7 +226,7 @@ SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_r
 # The tests of a sweep run once per session go before them all, side by side: pytest-xdist's default scheduling (`--dist
 # load`) hands each worker a run of consecutive tests first, so they go to one worker, which runs the sweep once while
 # the other worker gets on with the rest; apart, the second worker to ask would wait on the first one's sweep, idle.
-SHARED_SWEEPS = ("demo_sweep_of_libraries",)
+SHARED_SWEEPS = ("demo_sweep_of_libraries", "architecture_table")
 
 
 def pytest_collection_modifyitems(items):
@@ -237,3 +237,17 @@ def pytest_collection_modifyitems(items):
         if shared: return (0, shared[0])
         return (1, SLOW_FIRST.index(item.path.name) if item.path.name in SLOW_FIRST else len(SLOW_FIRST))
     items.sort(key=rank)
+
+
+# The session's one architecture table (tests/test_architectures.py, and the app's page for an untested model in tests/test_app.py):
+# four kinds of architecture that pass and one that fails on the CPU too (GPT-J: its tiny config's rotary size does not fit its
+# heads, eagerly as well). BERT is its masked-LM class alone: every BERT head is the same encoder, and each costs a run.
+ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,t5,mamba,gptj"
+
+
+@pytest.fixture(scope="session")
+def architecture_table(tmp_path_factory):
+    "`neuron-support architectures --only ARCHITECTURES_ONLY --slots 2 --device cpu`, run once per session: (its output folder, its CompletedProcess)."
+    import shutil
+    return once_per_session(tmp_path_factory, "architectures",
+                            [shutil.which("neuron-support"), "architectures", "--only", ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu"], timeout=900)

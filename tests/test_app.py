@@ -78,10 +78,10 @@ def dataset(hub, tmp_path_factory):
     return rows
 
 
-def serve(data: str):
-    "The app, a child process serving `data` on 127.0.0.1; yields its address, and stops it."
+def serve(data: str, **env):
+    "The app, a child process serving `data` on 127.0.0.1 (with `env` added to its environment); yields its address, and stops it."
     port = free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1", **env}
     code = f"from neuron_support.app import serve_app; serve_app({data!r}, port={port}, host='127.0.0.1')"
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url, deadline = f"http://127.0.0.1:{port}/", time.monotonic() + 180
@@ -856,6 +856,73 @@ def test_the_first_view_lists_a_lone_run(browser, lone_run, lone_run_url):
     pg.select_option("#view", "Overview")
     cell(pg, f"{DEMO}/tiny-llama").click()
     pg.locator("#model-header").get_by_text(f"{DEMO}/tiny-llama", exact=True).wait_for()
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+# ---- the architecture table in the app: its view, a tested model's type, and a model no table holds ------------------------
+
+@pytest.fixture(scope="module")
+def architectures_folder(demo_sweep, architecture_table, tmp_path_factory):
+    "The session's demo sweep's tables with the session's architecture table beside them: a dataset folder as `publish` lays it out."
+    out, p = architecture_table
+    assert p.returncode == 0, p.stderr[-3000:]
+    folder = tmp_path_factory.mktemp("with-architectures")
+    shutil.copytree(demo_sweep / "data", folder / "data")
+    shutil.copytree(out / "architectures", folder / "architectures")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def architectures_url(architectures_folder, demo_hub):
+    "The app over that folder, its Hub the demo catalog's: the Hub that knows the models no table holds."
+    yield from serve(str(architectures_folder), HF_ENDPOINT=demo_hub)
+
+
+def test_an_untested_models_page_answers_by_its_architecture(browser, architectures_folder, architectures_url):
+    """A model the demo's Hub knows and no table holds (the tiny BERT masked LM): its page reads its config.json from the Hub
+    and shows its architecture's row in the architecture table, and how many checkpoints of its model type were tested."""
+    from neuron_support.app import load_tables
+    df = load_tables(str(architectures_folder))
+    model = f"{DEMO}/tiny-bert-mlm"
+    assert model not in set(df.model_id)
+    bert = df[(df.model_type == "bert") & (df.result != "EXCLUDED")]
+    assert bert.model_id.nunique() >= 2   # the sweep's sentence-transformers models and MiniLM: BERTs, tested
+    pg = folder_page(browser, architectures_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#untested-architecture").wait_for(timeout=30_000)
+    assert pg.locator("#untested-architecture").inner_text() == ("Not tested on any pair. On the Hub, its config.json declares model type bert "
+                                                                 "and class BertForMaskedLM.")
+    assert column(pg, "class", "#untested-arch") == ["BertForMaskedLM"] and column(pg, "result", "#untested-arch") == ["PASS"]
+    said = pg.locator("#untested-tested").inner_text()
+    assert said.startswith(f"{bert.model_id.nunique()} tested checkpoints of this model type: "), said
+    assert sorted(set(column(pg, "model", "#untested-models"))) == sorted(set(bert.model_id))
+    pg.locator("#untested-models a").first.click()   # each opens its own page
+    pg.locator("#model-header .model-id").wait_for()
+    # an id the Hub does not know, and a gated one whose config the Hub keeps: a sentence each
+    for missing, sentence in ((f"{DEMO}/no-such-model", f"does not know {DEMO}/no-such-model"), (f"{DEMO}/tiny-gated", "a gated model")):
+        pg.goto(architectures_url + "model?" + urllib.parse.urlencode({"id": missing}))
+        assert sentence in pg.locator("#untested-why").inner_text(), pg.locator("main").inner_text()
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_the_architectures_view_and_a_tested_models_type(browser, architectures_url):
+    pg = folder_page(browser, architectures_url)
+    pg.get_by_role("link", name="Architectures").click()
+    pg.locator("#architectures-table").wait_for(timeout=30_000)
+    assert pg.locator("#arch-count").inner_text() == "5 architectures"
+    assert column(pg, "model type", "#architectures-table") == ["bert", "gptj", "llama", "mamba", "t5"]
+    gptj = column(pg, "culprit", "#architectures-table")[1]
+    assert gptj.startswith("the CPU fails too: RuntimeError: The size of tensor a"), gptj
+    pg.select_option("#result", "FAIL(gen)")
+    pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url(re.compile(r"result=FAIL%28gen%29"))
+    assert column(pg, "class", "#architectures-table") == ["GPTJForCausalLM"]
+    # a tested model's page shows its model type's rows
+    pg.goto(architectures_url + "model?" + urllib.parse.urlencode({"id": f"{DEMO}/tiny-llama"}))
+    assert column(pg, "class", "#model-architecture") == ["LlamaForCausalLM"] and column(pg, "result", "#model-architecture") == ["PASS"]
     clean(pg)
     assert pg.outside == []
     pg.context.close()

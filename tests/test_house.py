@@ -93,7 +93,7 @@ from neuron_support.facts import MAX_CORES, MAX_NEW_TOKENS, PROMPT, JUDGE_MODEL
 from neuron_support.plan import plan_record
 from neuron_support.libraries import make_plan, library_stack
 from neuron_support.script import render_run_py, execute_plan, make_row, DEFAULT_TIME_LIMIT, OUTCOME_FILE
-import neuron_support.cli, neuron_support.select, neuron_support.sweep, neuron_support.publish
+import neuron_support.cli, neuron_support.select, neuron_support.sweep, neuron_support.publish, neuron_support.architectures
 heavy = [m for m in sys.modules if m.split(".")[0] in ("torch", "sentence_transformers", "diffusers")
          or m.startswith("transformers.models.") or m == "transformers.modeling_utils"]
 print(json.dumps(heavy))
@@ -101,8 +101,8 @@ print(json.dumps(heavy))
 
 
 def test_planning_and_watching_never_start_the_stack():
-    """The run notebook's imports (tests/../nbs/run.ipynb's first cell), the CLI, the selection and the sweep's driver, in a
-    fresh interpreter: no torch, no library's model code."""
+    """The run notebook's imports (tests/../nbs/run.ipynb's first cell), the CLI, the selection, the sweep's driver and the
+    architecture table's, in a fresh interpreter: no torch, no library's model code."""
     out = subprocess.run([sys.executable, "-c", "import json\n" + KERNEL_IMPORTS], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
