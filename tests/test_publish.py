@@ -76,7 +76,7 @@ def test_the_schema_is_the_cards_columns_then_ours():
                             "neuron_driver", "tested_at", "run_py"]
     assert COLUMNS[25:] == ["revision", "task", "device", "backend", "compile_s", "tokens_per_s", "error_signature", "notebook",
                             "check", "reference_cached", "graphs", "graphs_cached", "hbm_reserved_gb", "cpu_eager",
-                            "graph_breaks", "graph_break"]
+                            "graph_breaks", "graph_break", "model_type"]
     assert SCHEMA.field("tested_at").type.tz == "UTC"
 
 
