@@ -651,9 +651,10 @@ ARCH_SHOWN = {"model_type": "model type", "class": "class", "group": "group", "r
               "graph_breaks": "graph breaks", "compile_s": "compile s", "pair": "pair"} # the architecture table's columns as its views show them
 
 def architecture_display(rows:pd.DataFrame)->pd.DataFrame:
-    "Architecture rows as the text table the pages show."
+    "Architecture rows as the text table the pages show; the pair only where they hold several (the page says the one)."
     t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [])
-    t = t[list(ARCH_SHOWN)].rename(columns=ARCH_SHOWN).astype(object)
+    shown = [c for c in ARCH_SHOWN if c != "pair" or rows.pair.nunique() > 1]
+    t = t[shown].rename(columns=ARCH_SHOWN).astype(object)
     return t.where(t.notna(), "").reset_index(drop=True)
 
 # %% ../nbs/21_app.ipynb #bd3f206b
@@ -677,7 +678,7 @@ def architectures_page(self:Results, pair:str=LATEST, group:str=ALL, result:str=
     "The Architectures page: per pair, each architecture, its result and culprit, filterable."
     rows = self.architecture_rows(pair, group, result, q)
     found = Counter(rows.result)
-    return render("architectures.html", table=architecture_display(rows), count=plural(len(rows), "architecture"),
+    return render("architectures.html", table=architecture_display(rows), count=plural(len(rows), "architecture"), on=sorted(set(rows.pair)),
                   split=[(r, found[r]) for r in ARCH_RESULTS if found[r]], pair=pair, group=group, result=result, q=q,
                   pairs=[LATEST, *reversed(self.arch_pairs)], groups=choices(sorted(self.arch.group.dropna().unique())),
                   results=choices(ARCH_RESULTS), devices=self.devices, harness=len(rows[rows.result.str.startswith("FAIL") & (rows.cpu_eager == "ok")]))
@@ -744,8 +745,8 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
     if not mt: return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
     arch, tested = self.architecture_of(mt, cls), self.tested_of_type(mt)
     found = Counter(tested.result)
-    return dict(why="", model_type=mt, cls=cls, arch=architecture_display(arch), exact=cls is not None and (arch["class"] == cls).any(),
-                counts=[(r, found[r]) for r in RESULTS if found[r]], tested=tested.model_id.nunique(),
+    return dict(why="", model_type=mt, cls=cls, arch=architecture_display(arch), arch_pair=arch.pair.iloc[0] if len(arch) else "",
+                exact=cls is not None and (arch["class"] == cls).any(), counts=[(r, found[r]) for r in RESULTS if found[r]], tested=tested.model_id.nunique(), runs=len(tested),
                 tested_table=pd.DataFrame({"model": tested.model_id, "library": tested.library, "pair": tested.pair, "result": tested.result}).head(LIMIT),
                 tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
 
@@ -761,11 +762,12 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
     hist, libs = self.history(model_id), self.by_library(model_id)
     details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
                ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
+    arch = self.architecture_of(row.model_type, pair=row.pair) if text_of(row.model_type) else self.arch.iloc[:0]   # its model type's rows
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
                        details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
                        clip=self.picture_url(row.pair, model_id, INPUT_AUDIO),
-                       architecture=architecture_display(self.architecture_of(row.model_type, pair=row.pair)) if text_of(row.model_type) else None,
+                       architecture=arch, architecture_shown=architecture_display(arch),
                        run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 
 # %% ../nbs/21_app.ipynb #609cfc9c

@@ -7,7 +7,7 @@ __all__ = ['BUILT_BY', 'NO_ARCHITECTURES', 'PARAMETERS', 'TIME_LIMIT', 'RUN_COLU
            'entry_columns', 'plan_entry', 'architecture_row', 'runs_of', 'unchanged', 'harness_failures', 'summary',
            'architectures']
 
-# %% ../nbs/24_architectures.ipynb #e8d19760
+# %% ../nbs/24_architectures.ipynb #86f92d83
 import json, os, subprocess, sys, tempfile, time
 from collections import Counter
 from pathlib import Path
@@ -23,7 +23,7 @@ from .publish import (architecture_path, architecture_frame, architecture_bytes,
 from .sweep import sweep, SweepItem, run_folder, environment
 # Torch-free, as the sweep's driver is: the checkpoints are built by neuron_support.tiny_checkpoints in a process of its own.
 
-# %% ../nbs/24_architectures.ipynb #75a7c1fc
+# %% ../nbs/24_architectures.ipynb #e62c9721
 BUILT_BY = {"transformers": "neuron_support.tiny_checkpoints"} # the module that builds a library's tiny checkpoints (its `build_child`)
 NO_ARCHITECTURES = {
     "sentence-transformers": "sentence-transformers has no architectures of its own: its models are transformers' encoders under a pooling module, "
@@ -32,13 +32,13 @@ NO_ARCHITECTURES = {
                  "no architecture table for diffusers yet",
 } # why a library has no architecture table
 
-# %% ../nbs/24_architectures.ipynb #f7126b37
+# %% ../nbs/24_architectures.ipynb #8764d032
 def check_library(library:str)->str:
     "`library` if this notebook can build its architectures, else a UsageError that says why not."
     if library in BUILT_BY: return library
     raise UsageError(NO_ARCHITECTURES.get(library, f"no architecture table for {library!r}: the libraries with one are {', '.join(BUILT_BY)}"))
 
-# %% ../nbs/24_architectures.ipynb #63a128b7
+# %% ../nbs/24_architectures.ipynb #8b668574
 def build_checkpoints(library:str, # a library of BUILT_BY
                       only:list|None=None, # model types, or model_type:Class (None: every one)
                       root=None, # where the checkpoints go (None: beside the demo catalog)
@@ -57,16 +57,16 @@ def build_checkpoints(library:str, # a library of BUILT_BY
             raise UsageError(f"building the tiny checkpoints failed (exit code {p.returncode}): " + " | ".join(tail)[-400:])
         return json.loads(manifest.read_text())
 
-# %% ../nbs/24_architectures.ipynb #7bfe84d1
+# %% ../nbs/24_architectures.ipynb #f2b0fb57
 PARAMETERS = {"min_new_tokens": MAX_NEW_TOKENS} # the run notebook's parameters for every architecture's run
 TIME_LIMIT = 300 # seconds a tiny checkpoint's run gets by default: a tiny model that takes longer is stuck
 
-# %% ../nbs/24_architectures.ipynb #48af09b6
+# %% ../nbs/24_architectures.ipynb #d81d0959
 def entry_columns(entry:dict, stack:Stack)->dict:
     "The columns of an architecture's row that its manifest entry and the stack give."
     return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"), **stack_columns(stack)}
 
-# %% ../nbs/24_architectures.ipynb #6900853c
+# %% ../nbs/24_architectures.ipynb #649903bc
 def plan_entry(entry:dict, # a manifest entry
                stack:Stack, # the stack the runs use
                time_limit:float, # seconds a run gets
@@ -83,7 +83,7 @@ def plan_entry(entry:dict, # a manifest entry
     return SweepItem(entry["folder"], "skip" if same else "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes,
                      reason=f"run.py unchanged since its run of {last['tested_at']} ({last['result']})" if same else ""), None
 
-# %% ../nbs/24_architectures.ipynb #a646f8f0
+# %% ../nbs/24_architectures.ipynb #700e0aad
 RUN_COLUMNS = ("runner", "result", "cpu_eager", "graph_breaks", "graph_break", "error_signature", "error", "notes", "compile_s", "graphs", "wall_s",
                "tested_at", "run_py") # what an architecture's row takes from its run's row
 
@@ -97,24 +97,24 @@ def architecture_row(entry:dict, # a manifest entry
     except (OSError, ValueError): settings = None
     return {**entry_columns(entry, stack), **{k: run.get(k) for k in RUN_COLUMNS}, "settings": settings or None}
 
-# %% ../nbs/24_architectures.ipynb #47a4eb78
+# %% ../nbs/24_architectures.ipynb #90c7e58e
 def runs_of(work:Path, pair:str)->dict:
     "{model_id: row} of the sweep's table in the architectures' working folder, empty before its first run."
     p = table_path(work, pair)
     return {r["model_id"]: r for r in read_table(p).to_dict("records")} if p.is_file() else {}
 
-# %% ../nbs/24_architectures.ipynb #baea73b9
+# %% ../nbs/24_architectures.ipynb #74ec9d55
 def unchanged(row:dict, old:dict)->bool:
     "Whether a SKIP or EXCLUDED row says what the table's row of its architecture says already (then the table keeps its row, and its time)."
     last = old.get((row["model_type"], row["class"]))
     return last is not None and (last["result"], last["notes"]) == (row["result"], row["notes"])
 
-# %% ../nbs/24_architectures.ipynb #3900efc7
+# %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
     "The FAIL rows run on the CPU whose call the CPU ran eagerly: the harness's own failures (none expected)."
     return table[table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") & (table.device == "cpu")]
 
-# %% ../nbs/24_architectures.ipynb #1b5de4c1
+# %% ../nbs/24_architectures.ipynb #8b5a57ae
 def summary(table:pd.DataFrame)->str:
     "Counts by group, runner and result, then the harness's failures and the commonest failure culprits, as text."
     if not len(table): return "no architecture"
@@ -131,7 +131,7 @@ def summary(table:pd.DataFrame)->str:
         lines += [f"  {n:3d}  {c[:140]}" for c, n in Counter(culprit).most_common(10)]
     return "\n".join(lines)
 
-# %% ../nbs/24_architectures.ipynb #493d9bec
+# %% ../nbs/24_architectures.ipynb #675ee711
 def architectures(library:str="transformers", # the library whose architectures run
                   only:list|None=None, # model types, or model_type:Class (None: every one)
                   max_runs:int|None=None, # run at most this many (None: all); the rest wait for the next invocation
@@ -153,16 +153,18 @@ def architectures(library:str="transformers", # the library whose architectures 
     pair, out_dir = pair_key(stack), Path(out_dir)
     path, work = architecture_path(out_dir, pair), out_dir / "architecture-runs"
     table = read_architectures(path) if path.is_file() else architecture_frame([])
-    old = {(r["model_type"], r["class"]): r for r in table.to_dict("records")}
     say(f"building the tiny checkpoints of {library} {stack.library_version}" + (f" ({', '.join(only)})" if only else " (every architecture)"))
     manifest = build_checkpoints(library, only, root, say)
     if not manifest: raise UsageError(f"--only {','.join(only or [])}: no architecture of {library} {stack.library_version} matches")
+    by_folder = {e["folder"]: e for e in manifest}
+    runs = runs_of(work, pair)   # the runs that ended, whether or not a crash kept them out of the table: none is run again
+    table = merge_architectures(table, [architecture_row(by_folder[m], stack, runs[m], run_folder(work, pair, m)) for m in by_folder if m in runs])
+    old = {(r["model_type"], r["class"]): r for r in table.to_dict("records")}
     items, rows = [], []
     for e in manifest:
         item, row = plan_entry(e, stack, time_limit, old)
         if item: items.append(item)
         elif not unchanged(row, old): rows.append(row)
-    by_folder = {e["folder"]: e for e in manifest}
     todo = sum(i.decision == "run" for i in items)
     say(f"{len(manifest)} architectures: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
     try:

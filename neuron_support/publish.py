@@ -337,6 +337,9 @@ def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's 
     "Rows of the architecture table, validated, with every column."
     df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if extra := [c for c in df.columns if c not in ARCH_SCHEMA.names]: raise UsageError(f"unknown column {extra[0]!r} in the rows")
+    if "tested_at" in df:   # a run's row holds a time, a SKIP row made now its ISO text: one column of times
+        try: df["tested_at"] = pd.to_datetime(df["tested_at"], utc=True, format="ISO8601")
+        except (ValueError, TypeError) as e: raise UsageError(f"column 'tested_at' holds something that is not a time: {str(e).splitlines()[0]}") from None
     return validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS)
 
 # %% ../nbs/17_publish.ipynb #6b09df7b

@@ -158,15 +158,15 @@ def forward_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32
 
 # %% ../nbs/11c_transformers_audio_runs.ipynb #bdbae5d4
 def check_ctc(ref:dict, dev:torch.Tensor, tok, device:str="device")->dict: # ok, cpu_match, prediction
-    "A CTC transcript: each frame by the encoders' rule, and the decoded text the CPU's (fp32's or bf16's)."
+    "A CTC transcript: each frame by the encoders' rule; a text other than the CPU's (fp32's or bf16's) only where frames are near-ties."
     p32, p16, pdev = (t.argmax(-1) for t in (ref["fp32"], ref["bf16"], dev))
     texts = [tok.decode(p) for p in (p32, p16, pdev)]
     prediction = f"transcript on {device}: {shown(texts[2])} | CPU fp32: {shown(texts[0])}"
     verdict, i, gap = compare_predictions(ref["fp32"].log_softmax(-1), p32, p16, pdev)
     if verdict == "N":
         return {"ok": False, "prediction": prediction, "cpu_match": f"N first differs at frame {i + 1}: {quoted(tok.decode([int(p32[i])]))} vs {quoted(tok.decode([int(pdev[i])]))} (gap {gap:.3f})"}
-    if texts[2] not in texts[:2]:
-        return {"ok": False, "prediction": prediction, "cpu_match": f"N the transcript is not the CPU's: {quoted(texts[2])} vs {quoted(texts[0])}"}
+    if texts[2] not in texts[:2]:   # every frame is fp32's, bf16's or a near-tie: those frames spell the difference
+        return {"ok": True, "prediction": prediction, "cpu_match": f"~ the transcript differs at near-tie frames: {quoted(texts[2])} vs {quoted(texts[0])}"}
     return {"ok": True, "prediction": prediction, "cpu_match": "Y" if verdict == "Y" else f"~ near-tie at frame {i + 1} (gap {gap:.3f})"}
 
 # %% ../nbs/11c_transformers_audio_runs.ipynb #eb60d7ea
