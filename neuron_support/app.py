@@ -6,9 +6,9 @@
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'ALL',
            'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE', 'WAVEFORM_PICTURE',
            'INPUT_AUDIO', 'PICTURES', 'RUN_MEDIA_FILES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES', 'DIFF_NAMES',
-           'COLOURS', 'ARCH_SHOWN', 'CONFIG_TIMEOUT', 'CONFIGS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo',
-           'pair_files', 'read_pair', 'load_tables', 'load_architectures', 'demo_rows', 'demo_dataset', 'pair_order',
-           'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity',
+           'COLOURS', 'ARCH_SHOWN', 'CONFIG_TIMEOUT', 'CONFIG_CHUNKS', 'CONFIGS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS',
+           'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'load_architectures', 'demo_rows', 'demo_dataset',
+           'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity',
            'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text',
            'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render',
            'header_of', 'model_link', 'choices', 'script_header', 'culprit', 'architecture_display', 'hub_config',
@@ -704,6 +704,7 @@ def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
 
 # %% ../nbs/21_app.ipynb #42a66b31
 CONFIG_TIMEOUT = 5 # seconds the app waits for a model's config.json from the Hub
+CONFIG_CHUNKS = 16 # 64 KiB pieces of a config.json read at most (1 MiB): a larger one is cut, and then not JSON
 CONFIGS = {} # {(Hub, model id): (config, sentence)}: the definite answers, kept while the app runs
 
 def hub_config(model_id:str)->tuple: # (the config as a dict, or None; a sentence saying why there is none)
@@ -712,7 +713,9 @@ def hub_config(model_id:str)->tuple: # (the config as a dict, or None; a sentenc
     endpoint = hub_url()
     if not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id} is not a Hub model id (ORG/NAME)"
     if (endpoint, model_id) in CONFIGS: return CONFIGS[endpoint, model_id]
-    try: r = httpx.get(f"{endpoint}/{quote(model_id)}/resolve/main/config.json", timeout=CONFIG_TIMEOUT, follow_redirects=True)
+    try:
+        with httpx.stream("GET", f"{endpoint}/{quote(model_id)}/resolve/main/config.json", timeout=CONFIG_TIMEOUT, follow_redirects=True) as r:
+            body = b"".join(chunk for _, chunk in zip(range(CONFIG_CHUNKS), r.iter_bytes(65536)))   # at most CONFIG_CHUNKS x 64 KiB: a config is kilobytes
     except httpx.HTTPError: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"
     code = r.headers.get("x-error-code", "")
     if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
@@ -721,9 +724,9 @@ def hub_config(model_id:str)->tuple: # (the config as a dict, or None; a sentenc
     elif r.status_code in (401, 403): answer = None, f"the Hub ({endpoint}) does not know {model_id}, or shows it only with a token (a private model)"
     elif r.status_code != 200: return None, f"the Hub answered {r.status_code} for its config.json"
     else:
-        try: cfg = json.loads(r.content[:1_000_000])
+        try: cfg = json.loads(body)
         except ValueError: cfg = None
-        answer = (cfg, "") if isinstance(cfg, dict) else (None, "its config.json on the Hub is not a JSON object")
+        answer = (cfg, "") if isinstance(cfg, dict) else (None, f"its config.json on the Hub is not a JSON object of at most {CONFIG_CHUNKS * 64} KiB")
     if len(CONFIGS) > 10_000: CONFIGS.clear()
     CONFIGS[endpoint, model_id] = answer
     return answer

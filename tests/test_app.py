@@ -928,3 +928,21 @@ def test_the_architectures_view_and_a_tested_models_type(browser, architectures_
     clean(pg)
     assert pg.outside == []
     pg.context.close()
+
+
+def test_a_models_config_is_read_in_one_short_request_and_a_huge_one_refused(tmp_path):
+    """hub_config against a real local Hub: a config it reads, a model the Hub does not know, and a config.json of 2 MB
+    (a hostile upload) read no further than its first MiB: a sentence, not a page that waits or fills the memory."""
+    from neuron_support.hub import hub_server
+    for name, config in (("huge", {"model_type": "llama", "pad": "x" * 2_000_000}), ("fine", {"model_type": "bert", "architectures": ["BertForMaskedLM"]})):
+        (tmp_path / "models" / "evil" / name).mkdir(parents=True)
+        (tmp_path / "models" / "evil" / name / "config.json").write_text(json.dumps(config))
+    (tmp_path / "catalog.json").write_text(json.dumps({"models": [{"id": "evil/huge"}, {"id": "evil/fine"}]}))
+    code = ("import json; from neuron_support.app import hub_config, declared\n"
+            "print(json.dumps([hub_config(m)[1] or declared(hub_config(m)[0]) for m in ('evil/huge', 'evil/fine', 'evil/none')]))")
+    with hub_server(tmp_path) as endpoint:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "HF_ENDPOINT": endpoint})
+    assert p.returncode == 0, p.stderr[-2000:]
+    huge, fine, none = json.loads(p.stdout.strip().splitlines()[-1])
+    assert huge == "its config.json on the Hub is not a JSON object of at most 1024 KiB"
+    assert fine == ["bert", "BertForMaskedLM"] and none == f"the Hub ({endpoint}) does not know evil/none"
