@@ -4,14 +4,14 @@
 
 # %% auto #0
 __all__ = ['DYNAMO_REFUSALS', 'IMPORT_NAMES', 'DEPENDENCY_TABLES', 'TIKTOKEN_LINE', 'SETTINGS', 'LAUNCH_FAILS', 'WARM_LIMIT',
-           'rank_environment', 'init_rank', 'distributed_config', 'load_model', 'perturb_weights', 'plain', 'compiled',
-           'compile_forward', 'compile_run', 'compiled_graphs', 'graph_break_reason', 'graph_breaks',
-           'compile_cache_entries', 'synchronize', 'peak_memory_gb', 'reserved_memory_gb', 'timed', 'forward_twice',
-           'rank_main', 'free_port', 'say', 'run_summary', 'rank_context', 'end_ranks', 'launch_ranks', 'describe_exit',
-           'result_class', 'importable', 'normalized', 'optional_dependencies', 'installed', 'missing_packages',
-           'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt', 'device_attempt',
-           'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images', 'side_by_side', 'settle_hub',
-           'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main', 'end']
+           'WARM_REPEAT', 'rank_environment', 'init_rank', 'distributed_config', 'load_model', 'perturb_weights',
+           'plain', 'compiled', 'compile_forward', 'compile_run', 'compiled_graphs', 'graph_break_reason',
+           'graph_breaks', 'compile_cache_entries', 'synchronize', 'peak_memory_gb', 'reserved_memory_gb', 'timed',
+           'forward_twice', 'rank_main', 'free_port', 'say', 'run_summary', 'rank_context', 'end_ranks', 'launch_ranks',
+           'describe_exit', 'result_class', 'importable', 'normalized', 'optional_dependencies', 'installed',
+           'missing_packages', 'tokenizer_packages', 'available_memory_bytes', 'reference_key', 'attempt',
+           'device_attempt', 'eager_attempt', 'failure_message', 'whose_failure', 'to_pil', 'save_images',
+           'side_by_side', 'settle_hub', 'resolve_checkpoint', 'warm_model_code', 'run_plan', 'main', 'end']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -473,6 +473,7 @@ def resolve_checkpoint(plan:dict)->str:
 
 # %% ../nbs/08_core.ipynb #a4e68356
 WARM_LIMIT = 60 # seconds the warm-up may take: a config that makes more of it (one that lies about its size) is left to the rank's load, under the run's time limit
+WARM_REPEAT = 0.5 # seconds between the timer's later rings, should code under the warm-up swallow one
 
 def warm_model_code(plan:dict, path:str,
                     limit:float=WARM_LIMIT, # seconds, by a timer: building a model is Python, which the timer interrupts
@@ -480,16 +481,19 @@ def warm_model_code(plan:dict, path:str,
     "Import the modules of the model's class in this process, before the ranks fork from it, by building the model on the meta device."
     cls = getattr(transformers, plan.get("head_class") or "", None)
     if not hasattr(cls, "from_config"): return ""
-    def too_long(*_): raise TimeoutError(f"building the model took more than {limit:g} s")
+    class TooLong(BaseException): "Not an `Exception`: the model's code may catch those, and build on."
+    def too_long(*_): raise TooLong(f"building the model took more than {limit:g} s")
     try: before = signal.signal(signal.SIGALRM, too_long)
     except ValueError: return ""   # not the main thread: no timer to bound it, so no warm-up
-    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
-        with torch.device("meta"): model = cls.from_config(config, trust_remote_code=False)
-        return type(model).__name__
-    except Exception: return ""   # the rank's own load says what is wrong, as it would have
-    finally: signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, before)
+        signal.setitimer(signal.ITIMER_REAL, limit, WARM_REPEAT)
+        try:
+            config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+            with torch.device("meta"): model = cls.from_config(config, trust_remote_code=False)
+            return type(model).__name__
+        finally: signal.setitimer(signal.ITIMER_REAL, 0)   # a ring before this line lands in the except below
+    except (Exception, TooLong): return ""   # the rank's own load says what is wrong, as it would have
+    finally: signal.signal(signal.SIGALRM, before)
 
 # %% ../nbs/08_core.ipynb #2e99fe6c
 def run_plan(plan:dict,
