@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .stack import UsageError, Stack, pair_key, utc_now, write_atomic
+from .stack import UsageError, Stack, pair_key, utc_now, write_atomic, environment
 from .facts import MAX_NEW_TOKENS
 from .libraries import make_plan, library_stack
 from .script import render_run_py, script_identity
 from .publish import (architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path,
                                     read_table, stack_columns, OUTCOME_FILE)
-from .sweep import sweep, SweepItem, run_folder, environment
+from .sweep import sweep, SweepItem, run_folder
 # Torch-free, as the sweep's driver is: the checkpoints are built by neuron_support.tiny_checkpoints in a process of its own.
 
 # %% ../nbs/24_architectures.ipynb #e62c9721

@@ -7,10 +7,10 @@ __all__ = ['DEVICES', 'DEFAULT_BACKEND', 'PROCESS_GROUP', 'BACKENDS', 'PACKAGES'
            'DRIVER_VERSION', 'PROBE', 'GiB', 'CPU_CORE_GB', 'CPU_CORES', 'UsageError', 'package_version',
            'driver_version', 'read_versions', 'could_have_accelerator', 'probe_accelerators', 'choose_device',
            'choose_backend', 'cores_and_capacity', 'Stack', 'detect_stack', 'compiler_key', 'library_key', 'pair_key',
-           'stack_record', 'format_record', 'write_atomic', 'utc_now', 'check_port']
+           'stack_record', 'format_record', 'write_atomic', 'utc_now', 'check_port', 'environment']
 
 # %% ../nbs/00_stack.ipynb #5cda2bbd
-import errno, importlib.metadata, importlib.util, json, os, platform, shutil, socket, subprocess, sys, tempfile
+import contextlib, errno, importlib.metadata, importlib.util, json, os, platform, shutil, socket, subprocess, sys, tempfile
 from datetime import datetime, timezone
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
@@ -232,3 +232,15 @@ def check_port(host:str, # the address to listen on
             if e.errno == errno.EADDRINUSE: raise UsageError(f"port {port} on {host} is in use: stop what listens there, or choose another port") from None
             raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     return port
+
+# %% ../nbs/00_stack.ipynb #4bdd41ee
+@contextlib.contextmanager
+def environment(**env):
+    "Set environment variables for the duration of a `with` block."
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v

@@ -11,7 +11,7 @@ __all__ = ['DECISIONS', 'VISIBLE', 'SLOT_RESOURCE', 'SWEEP_RAY', 'NEFF_BUCKET', 
            'sweep_ray', 'run_on_host', 'hub_cache', 'Prefetch', 'cache_folder', 'cache_source', 'is_bucket',
            'sync_folders', 'sync_cache', 'duration', 'run_estimate', 'Progress', 'summary', 'ends_whole', 'sweep_lock',
            'select_items', 'collect', 'sweep', 'warm_cache', 'run_task', 'bring_back', 'sweep_environment',
-           'packing_order', 'next_runnable', 'run_all', 'environment', 'demo_catalog', 'sweep_demo']
+           'packing_order', 'next_runnable', 'run_all', 'demo_catalog', 'sweep_demo']
 
 # %% ../nbs/20_sweep.ipynb #7cccca0d
 from fastcore.basics import patch
@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 from huggingface_hub import snapshot_download, HfApi
 from huggingface_hub.utils import disable_progress_bars
 
-from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now
+from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now, environment
 from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
 from .hub import hub_server, hub_env
 from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
@@ -807,18 +807,6 @@ def run_all(todo:list, # SweepItems to run, in list order
             for it, _ in pending.values(): kill_run(str(setting.run_dir(it)))
             raise
         finally: fetch.stop.set()
-
-# %% ../nbs/20_sweep.ipynb #4bdd41ee
-@contextlib.contextmanager
-def environment(**env):
-    "Set environment variables for the duration of a `with` block."
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try: yield
-    finally:
-        for k, v in old.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
 
 # %% ../nbs/20_sweep.ipynb #39405c43
 DEMO_CHILD = """import pickle, sys
