@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['BUILT_BY', 'NO_ARCHITECTURES', 'PARAMETERS', 'TIME_LIMIT', 'RUN_COLUMNS', 'check_library', 'build_checkpoints',
-           'entry_columns', 'plan_entry', 'architecture_row', 'runs_of', 'unchanged', 'harness_failures', 'summary',
-           'architectures']
+           'entry_columns', 'plan_entry', 'architecture_row', 'runs_of', 'ended_rows', 'unchanged', 'harness_failures',
+           'summary', 'architectures']
 
 # %% ../nbs/24_architectures.ipynb #86f92d83
 import json, os, subprocess, sys, tempfile, time
@@ -103,6 +103,17 @@ def runs_of(work:Path, pair:str)->dict:
     p = table_path(work, pair)
     return {r["model_id"]: r for r in read_table(p).to_dict("records")} if p.is_file() else {}
 
+# %% ../nbs/24_architectures.ipynb #b1d9504e
+def ended_rows(runs:dict, # runs_of's answer: {folder: its run's row}
+               by_folder:dict, # the manifest's entries by folder
+               stack:Stack, work:Path, pair:str, # the stack, and where its runs are
+               counted:dict|None=None, # runs_of's earlier answer, whose runs the table holds already: left out
+              )->list: # architecture rows
+    "The architecture rows of the manifest's ended runs, but those the table already counted (the same run, by its time)."
+    counted = counted or {}
+    return [architecture_row(by_folder[m], stack, r, run_folder(work, pair, m)) for m, r in runs.items()
+            if m in by_folder and (m not in counted or counted[m]["tested_at"] != r["tested_at"])]
+
 # %% ../nbs/24_architectures.ipynb #74ec9d55
 def unchanged(row:dict, old:dict)->bool:
     "Whether a SKIP or EXCLUDED row says what the table's row of its architecture says already (then the table keeps its row, and its time)."
@@ -158,7 +169,7 @@ def architectures(library:str="transformers", # the library whose architectures 
     if not manifest: raise UsageError(f"--only {','.join(only or [])}: no architecture of {library} {stack.library_version} matches")
     by_folder = {e["folder"]: e for e in manifest}
     runs = runs_of(work, pair)   # the runs that ended, whether or not a crash kept them out of the table: none is run again
-    table = merge_architectures(table, [architecture_row(by_folder[m], stack, runs[m], run_folder(work, pair, m)) for m in by_folder if m in runs])
+    table = merge_architectures(table, ended_rows(runs, by_folder, stack, work, pair))
     old = {(r["model_type"], r["class"]): r for r in table.to_dict("records")}
     items, rows = [], []
     for e in manifest:
@@ -173,8 +184,7 @@ def architectures(library:str="transformers", # the library whose architectures 
                 sweep(max_runs=len(items) if max_runs is None else max_runs, items=items, out_dir=work, time_limit=time_limit, stack=stack,
                       address=address, slots=slots, parameters=PARAMETERS, stream=stream, prefetch_gb=0, report=False)
     finally:   # interrupted or not, the runs that ended are in the table (the sweep's journal resumes the rest)
-        runs = runs_of(work, pair)
-        rows += [architecture_row(by_folder[m], stack, runs[m], run_folder(work, pair, m)) for m in by_folder if m in runs]
+        rows += ended_rows(runs_of(work, pair), by_folder, stack, work, pair, counted=runs)
         table = merge_architectures(table, rows)
         write_atomic(path, architecture_bytes(table))
     print(f"\n{summary(table)}\n\narchitecture table: {path}\nrun notebooks:      {work / 'runs' / pair}/")
