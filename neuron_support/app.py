@@ -39,7 +39,7 @@ from .facts import RESULTS
 from .processes import hub_answers
 from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame,
-                                    read_architectures, ARCH_RESULTS, printable)
+                                    read_architectures, ARCH_RESULTS, printable, pairs)
 
 # %% ../nbs/21_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -67,8 +67,7 @@ def pair_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
     root = Path(data) / folder
     if not root.is_dir() and folder != "data": return {}
     if not root.is_dir(): raise UsageError(f"no dataset at {data}: expected a folder holding data/<compiler key>/<library>-<version>.parquet")
-    return {str(p.relative_to(root))[:-len(".parquet")]: p for p in sorted(root.glob("*/*.parquet"))
-            if PAIR.fullmatch(str(p.relative_to(root))[:-len(".parquet")])}
+    return {p: root / f"{p}.parquet" for p in pairs(data, folder)}
 
 # %% ../nbs/21_app.ipynb #2a3a2107
 def read_pair(path, # a local path, or a path in HfFileSystem

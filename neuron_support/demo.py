@@ -13,10 +13,11 @@ __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOK
            'save_bart', 'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
            'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer',
            'tiny_clip', 'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet',
-           'save_vit_classifier', 'save_dinov2', 'save_clip_zero_shot', 'whisper_tokenizer', 'save_whisper',
-           'save_wav2vec2_ctc', 'save_ast', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text',
-           'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed',
-           'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
+           'save_vit_classifier', 'save_dinov2', 'save_clip_zero_shot', 'whisper_tokenizer', 'whisper_generation',
+           'save_whisper', 'save_wav2vec2_ctc', 'save_ast', 'edit_config', 'save_changed', 'quantize_top',
+           'quantize_text', 'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant',
+           'save_malformed', 'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json',
+           'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, logging, math, os, shutil, struct, tempfile, zlib
@@ -530,6 +531,16 @@ def whisper_tokenizer(dest:Path)->transformers.WhisperTokenizer:
     tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS})
     return tok
 
+# %% ../nbs/02_demo.ipynb #fc1778f3
+def whisper_generation(tok:transformers.WhisperTokenizer, # `whisper_tokenizer`'s
+                      )->dict: # generation config fields
+    "The generation fields Whisper's `generate` reads, over `tok`'s special tokens: English and German, transcribe and translate."
+    ids = dict(zip(WHISPER_SPECIALS, tok.convert_tokens_to_ids(WHISPER_SPECIALS)))
+    return dict(decoder_start_token_id=ids["<|startoftranscript|>"], no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=True,
+                lang_to_id={"<|en|>": ids["<|en|>"], "<|de|>": ids["<|de|>"]}, forced_decoder_ids=None, max_length=448,
+                task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+                _from_model_config=False)   # a config of its own: one marked as derived from the model's is read without Whisper's fields
+
 # %% ../nbs/02_demo.ipynb #627286e2
 def save_whisper(dest:Path, catalog:Path):
     "A tiny multilingual Whisper (English and German) with Whisper's feature extractor and a byte-level Whisper tokenizer."
@@ -543,11 +554,7 @@ def save_whisper(dest:Path, catalog:Path):
     torch.manual_seed(seed_of(dest.name))
     model = transformers.WhisperForConditionalGeneration(config).eval()
     with torch.no_grad(): model.model.decoder.layer_norm.weight.mul_(HEAD_SCALE)   # the logits scaled: a confident decoder (its output projection is tied to the embeddings)
-    whisper_generation = dict(decoder_start_token_id=ids["<|startoftranscript|>"], no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=True,
-                              lang_to_id={"<|en|>": ids["<|en|>"], "<|de|>": ids["<|de|>"]}, forced_decoder_ids=None, max_length=448,
-                              task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
-                              _from_model_config=False)   # a config of its own: one marked as derived from the model's is read without Whisper's fields
-    for k, v in whisper_generation.items(): setattr(model.generation_config, k, v)   # Whisper's own fields, which `update` would not set
+    for k, v in whisper_generation(tok).items(): setattr(model.generation_config, k, v)   # Whisper's own fields, which `update` would not set
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     transformers.WhisperProcessor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(dest)

@@ -66,6 +66,7 @@ def vision_runner(arch:str, # architectures[0], or ""
         declared = arch.endswith("Model") and arch in transformers_names()
         return "run_zero_shot_image", (arch if declared else "AutoModelForZeroShotImageClassification")
     if model_type in MODEL_FOR_IMAGE_MAPPING_NAMES: return "run_image_encoder", "AutoModel"
+    if arch in MODEL_FOR_IMAGE_MAPPING_NAMES.values() and arch in transformers_names(): return "run_image_encoder", arch   # a composite's image tower, saved alone
     return None
 
 # %% ../nbs/10_transformers.ipynb #202e820a
@@ -87,7 +88,8 @@ def choose_runner(config:dict, # the parsed config.json
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
     if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
         return "run_seq2seq", "AutoModelForSeq2SeqLM"
-    if mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and "vision_config" in config:
+    zero_shot = arch in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.values()   # declared: BLIP's image-text matcher is not its captioner
+    if mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and "vision_config" in config and not zero_shot:
         return "run_multimodal", "AutoModelForImageTextToText"
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch

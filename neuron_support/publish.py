@@ -9,12 +9,12 @@ __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'KINDS', 'PANDAS_
            'empty_table', 'error_signature', 'printable', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair',
            'table_path', 'notebook_path', 'pairs', 'write_table', 'parquet_bytes', 'table_bytes', 'read_checked',
            'with_our_columns', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows', 'architecture_path',
-           'architecture_pairs', 'architecture_frame', 'merge_architectures', 'architecture_bytes',
-           'read_architectures', 'result_counts', 'example_model', 'render_card', 'pair_library', 'library_pairs',
-           'read_tables', 'read_architecture_tables', 'drawn_files', 'dataset_files', 'git_blob_sha1', 'same_file',
-           'Change', 'remote_files', 'stale_pictures', 'changes', 'check_repo', 'remote_head', 'remote_table',
-           'merge_tables', 'publish', 'refused_upload', 'format_changes', 'change', 'device_side', 'diff', 'diff_pairs',
-           'architecture_keys', 'clip', 'format_diff', 'diff_json']
+           'architecture_frame', 'merge_architectures', 'architecture_bytes', 'read_architectures', 'result_counts',
+           'example_model', 'render_card', 'pair_library', 'library_pairs', 'read_tables', 'read_architecture_tables',
+           'drawn_files', 'dataset_files', 'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'stale_pictures',
+           'changes', 'check_repo', 'remote_head', 'remote_table', 'merge_tables', 'publish', 'refused_upload',
+           'format_changes', 'change', 'device_side', 'diff', 'diff_pairs', 'architecture_keys', 'clip', 'format_diff',
+           'diff_json']
 
 # %% ../nbs/17_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -218,10 +218,12 @@ def notebook_path(pair:str, model_id:str)->str:
     return f"runs/{check_pair(pair)}/{model_id.strip('/').replace('/', '--')}/run.ipynb"
 
 # %% ../nbs/17_publish.ipynb #067257e9
-def pairs(data_dir)->list:
-    "The pairs that have a table in `data_dir`, sorted."
-    return sorted(str(p.relative_to(Path(data_dir) / "data"))[:-len(".parquet")]
-                  for p in Path(data_dir).glob("data/*/*.parquet"))
+def pairs(data_dir, # the dataset folder
+          folder:str="data", # "data": the models' tables; "architectures": the architecture tables
+         )->list:
+    "The pairs that have a table in `data_dir`'s `folder`, sorted: a file whose name is not a pair's is not a table."
+    root = Path(data_dir) / folder
+    return sorted(name for p in root.glob("*/*.parquet") if PAIR.fullmatch(name := str(p.relative_to(root))[:-len(".parquet")]))
 
 # %% ../nbs/17_publish.ipynb #4ee21f6d
 def write_table(df:pd.DataFrame, # the pair's table
@@ -324,12 +326,6 @@ def architecture_path(data_dir, # the dataset folder
     "The architecture table of a pair."
     return Path(data_dir) / "architectures" / f"{check_pair(pair)}.parquet"
 
-# %% ../nbs/17_publish.ipynb #283cd9ce
-def architecture_pairs(data_dir)->list:
-    "The pairs that have an architecture table in `data_dir`, sorted."
-    return sorted(str(p.relative_to(Path(data_dir) / "architectures"))[:-len(".parquet")] for p in Path(data_dir).glob("architectures/*/*.parquet")
-                  if PAIR.fullmatch(str(p.relative_to(Path(data_dir) / "architectures"))[:-len(".parquet")]))
-
 # %% ../nbs/17_publish.ipynb #0a3ee9b7
 def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's columns
                        unique:bool=False, # refuse an architecture twice, as in a pair's table
@@ -416,7 +412,7 @@ def read_tables(data_dir)->dict:
 # %% ../nbs/17_publish.ipynb #a93fba6c
 def read_architecture_tables(data_dir)->dict:
     "Every pair's architecture table in the dataset folder, {pair: table}."
-    return {p: read_architectures(architecture_path(data_dir, p)) for p in architecture_pairs(data_dir)}
+    return {p: read_architectures(architecture_path(data_dir, p)) for p in pairs(data_dir, "architectures")}
 
 # %% ../nbs/17_publish.ipynb #68850efe
 OUTCOME_FILE = "outcome.json" # run.py's outcome, as the run notebook saves it beside run.py
@@ -530,7 +526,7 @@ def publish(data_dir, # the dataset folder (data/, runs/)
            )->list: # the Changes uploaded (or that would be)
     "Merge the folder's tables into the repo's, and upload what changed in one commit on the commit they were merged with."
     check_repo(repo)
-    if not pairs(data_dir) and not architecture_pairs(data_dir):
+    if not pairs(data_dir) and not pairs(data_dir, "architectures"):
         raise UsageError(f"no table under {Path(data_dir) / 'data'} or {Path(data_dir) / 'architectures'}: nothing to publish")
     api, mine, my_arch = HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token), read_tables(data_dir), read_architecture_tables(data_dir)
     for _ in range(PUBLISH_TRIES):

@@ -467,12 +467,14 @@ class Progress:
                  clock=time.time,
                  plans:dict|None=None, # {model_id: run_estimate} of the runs: the time left before any has ended
                  slots:int=1, # cores the sweep runs on at once
+                 names:dict|None=None, # {model_id: the name its lines show} (None: the model id)
                 ):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total, self.counts, self.flying, self.clock = total, Counter(), {}, clock
         self.t0, self.finished_here, self.display = clock(), 0, None
         self.plans, self.slots, self.done, self.walls = plans or {}, max(slots, 1), set(), {}  # walls: the runs ended here
+        self.names = names or {}
 
     @property
     def runs_done(self)->int: return sum(v for k, v in self.counts.items() if k != "EXCLUDED")
@@ -497,7 +499,7 @@ class Progress:
         return f"sweep: {self.runs_done}/{self.total} runs done" + (f" ({counts})" if counts else "") + f", {len(self.flying)} in flight, ETA {self.eta()}"
 
     def in_flight(self)->list: # (model, cores, elapsed) of each run in flight
-        return [(m, c, duration(self.clock() - t)) for m, (c, t) in sorted(self.flying.items())]
+        return [(self.names.get(m, m), c, duration(self.clock() - t)) for m, (c, t) in sorted(self.flying.items())]
 
     def text(self)->str:
         return "\n".join([self.head()] + [f"  {m}  cores {c}  {e}" for m, c, e in self.in_flight()])
@@ -550,7 +552,7 @@ def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that ho
     for m, cores in holding.items():
         if m not in self.flying:
             self.flying[m] = (core_range(cores), self.clock())
-            self.say(f"start {m} on cores {core_range(cores)}")
+            self.say(f"start {self.names.get(m, m)} on cores {core_range(cores)}")
 
 # %% ../nbs/20_sweep.ipynb #98988b5c
 @patch
@@ -564,7 +566,7 @@ def result(self:Progress, row:dict, here:bool=True): # here: the run ended in th
         if started or row.get("wall_s") is not None: self.walls[m] = self.clock() - started[1] if started else row["wall_s"]
     if row["result"] != "EXCLUDED" or not self.live:
         wall = f" in {duration(row['wall_s'])}" if row.get("wall_s") is not None else ""
-        self.say(f"{row['result']:<13} {m}{wall}  [{self.runs_done}/{self.total}, ETA {self.eta()}]")
+        self.say(f"{row['result']:<13} {self.names.get(m, m)}{wall}  [{self.runs_done}/{self.total}, ETA {self.eta()}]")
 
 # %% ../nbs/20_sweep.ipynb #e0ded8c2
 def summary(table, # the pair's table (a DataFrame)
@@ -659,6 +661,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           stream=None, # where progress goes (stderr)
           libraries:list|None=None, # the libraries whose lists are swept, one after the other (None: the stack's)
           report:bool=True, # print the table's summary and where it is at the end (the architecture table prints its own)
+          names:dict|None=None, # {model_id: the name progress lines show} (None: the model id; the architecture table's type:Class)
          )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
@@ -700,7 +703,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         done = {i.model_id: r for i in runs if (r := finished_row(run_folder(out_dir, pair, i.model_id), created))}
         collect(out_dir, pair, list(done.values()), selection)
         progress = Progress(len(runs), stream, plans={i.model_id: run_estimate(i, stack.device) for i in runs if i.weight_bytes is not None},
-                            slots=host_slots(stack, slots))
+                            slots=host_slots(stack, slots), names=names)
         try:   # every line of the runs goes through the display, which is left as it last was at the end
             for r in excluded: progress.result(r, here=False)
             for r in done.values(): progress.result(r, here=False)

@@ -6,8 +6,8 @@
 __all__ = ['GROUPS', 'TEXT_GROUPS', 'WIDTH', 'FFN', 'LAYERS', 'HEADS', 'SIZES', 'AT_MOST', 'MAX_POSITIONS', 'CAPPED',
            'MAX_PARAMS', 'OVERRIDES', 'BUILD_VERSION', 'STAMP', 'group_mappings', 'wanted', 'architectures',
            'layer_plan', 'shrink', 'tokenizer_ids', 'tiny_config', 'head_kwargs', 'registered', 'multimodal_processor',
-           'image_token_ids', 'audio_processor', 'forward_inputs', 'reader', 'checkpoint_folder', 'build_checkpoint',
-           'build_all', 'build_child']
+           'image_token_ids', 'audio_processor', 'zero_shot_processor', 'speech_processor', 'forward_inputs', 'reader',
+           'checkpoint_folder', 'save_generation_fields', 'build_checkpoint', 'build_all', 'build_child']
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #6320e449
 import inspect, json, sys, time
@@ -22,11 +22,12 @@ from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPI
 from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
 
 from .stack import write_atomic
-from .demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS,
-                   AUDIO_LABELS, CTC_VOCAB, image_chat_template, demo_dir)
+from .demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation,
+                                  decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, image_chat_template, demo_dir)
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #3f5169e1
-GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder", "run_image_classifier", "run_ctc", "run_audio_classifier")
+GROUPS = ("run_dense", "run_speech_seq2seq", "run_seq2seq", "run_multimodal", "run_encoder", "run_image_classifier", "run_image_encoder",
+          "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #b53634be
@@ -37,10 +38,13 @@ def group_mappings()->dict: # {group: [(model_type, class name or names)]}
     heads = (m.MODEL_FOR_MASKED_LM_MAPPING_NAMES, m.MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES, m.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
              m.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES, m.MODEL_MAPPING_NAMES)
     encoders = [mt for mt in m.MODEL_FOR_MASKED_LM_MAPPING_NAMES if mt not in seq2seq]
-    return {"run_dense": list(m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()), "run_seq2seq": list(seq2seq.items()),
+    return {"run_dense": list(m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()),
+            "run_speech_seq2seq": list(m.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES.items()), "run_seq2seq": list(seq2seq.items()),
             "run_multimodal": list(m.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.items()),
             "run_encoder": [(mt, h[mt]) for mt in encoders for h in heads if mt in h],
             "run_image_classifier": list(m.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
+            "run_image_encoder": list(m.MODEL_FOR_IMAGE_MAPPING_NAMES.items()),
+            "run_zero_shot_image": list(m.MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_ctc": list(m.MODEL_FOR_CTC_MAPPING_NAMES.items()),
             "run_audio_classifier": list(m.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES.items())}
 
@@ -59,13 +63,13 @@ def architectures(groups=GROUPS, # the groups to enumerate
     for g in groups:
         for mt, cls in found[g]:
             for name in (cls if isinstance(cls, (list, tuple)) else [cls]):
-                if hasattr(transformers, name) and (mt, name) not in seen and wanted(mt, name, only):
+                if wanted(mt, name, only) and (mt, name) not in seen and hasattr(transformers, name):   # hasattr imports the model's module: last
                     seen.add((mt, name)); out.append((g, mt, name))
     return out
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #2f47c610
 WIDTH = ("hidden_size", "d_model", "n_embd", "n_embed", "dim", "embed_dim", "model_dim", "d_embed", "embedding_size", "emb_dim",
-         "embedding_dim", "word_embed_proj_dim", "input_embedding_size", "output_embedding_size")
+         "embedding_dim", "word_embed_proj_dim", "input_embedding_size", "output_embedding_size", "projection_size")
 FFN = ("intermediate_size", "ffn_dim", "d_ff", "n_inner", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_hidden_size", "hidden_dim", "d_inner")
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers", "num_decoder_layers", "num_encoder_layers")
 HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads")
@@ -87,6 +91,9 @@ OVERRIDES = {
     "mamba2": dict(num_heads=8, head_dim=16, n_groups=1, expand=2),
     "bamba": dict(attn_layer_indices=[1]),  # its defaults have no attention layer, which generate refuses; its checkpoints have some
     "granitemoehybrid": dict(layer_types=["linear_attention", "full_attention"]),  # the same: real Granite 4 hybrids mix both
+    "whisper": dict(begin_suppress_tokens=None, suppress_tokens=None),  # its defaults suppress ids of its 51,865-token vocabulary
+    **dict.fromkeys(("swin", "swinv2", "donut-swin", "maskformer-swin"), dict(num_heads=[2, 4], hidden_size=128)),  # heads per stage (3 and 6 do not divide 64), and the width of its last stage (64 × 2)
+    "swin2sr": dict(num_heads=[2, 2]),  # heads per stage: its 6 do not divide 64
 } # per model type: what the generic shrinking gets wrong, as config keys
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #a92c9c0c
@@ -189,6 +196,19 @@ def audio_processor(model_type:str, dest:Path, ctc:bool):
     try: return getattr(transformers, PROCESSOR_MAPPING_NAMES.get(model_type) or "Wav2Vec2Processor")(feature_extractor=fe, tokenizer=tok)
     except (TypeError, ValueError, AttributeError): return transformers.Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok)
 
+# %% ../nbs/23_tiny_checkpoints.ipynb #ec9e42cc
+def zero_shot_processor(model_type:str, dest:Path):
+    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest`."
+    pname, inames = PROCESSOR_MAPPING_NAMES.get(model_type), IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type)
+    if not pname or not inames: raise LookupError(f"no processor or image processor registered for {model_type}")
+    return getattr(transformers, pname)(image_processor=registered(inames)(), tokenizer=clip_tokenizer(dest))
+
+# %% ../nbs/23_tiny_checkpoints.ipynb #2741c3ec
+def speech_processor(model_type:str, dest:Path):
+    "The type's processor, built from its feature extractor's defaults and the demo's byte-level Whisper tokenizer, written to `dest`."
+    if not (pname := PROCESSOR_MAPPING_NAMES.get(model_type)): raise LookupError(f"no processor registered for {model_type}")
+    return getattr(transformers, pname)(feature_extractor=registered(FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type))(), tokenizer=whisper_tokenizer(dest))
+
 # %% ../nbs/23_tiny_checkpoints.ipynb #b646b2e9
 def forward_inputs(model_cls)->list:
     "The text inputs the model's forward takes, for the tokenizer's `model_input_names`."
@@ -201,7 +221,10 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path)->tuple: # (tokeni
     if group == "run_multimodal":
         proc = multimodal_processor(model_type)
         return proc, {**tokenizer_ids(proc.tokenizer), **image_token_ids(proc)}
-    if group in ("run_image_classifier",): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type))(), {}
+    if group in ("run_image_classifier", "run_image_encoder"): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type))(), {}
+    if group in ("run_zero_shot_image", "run_speech_seq2seq"):
+        proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
+        return proc, tokenizer_ids(proc.tokenizer)
     if group in ("run_ctc", "run_audio_classifier"):
         proc = audio_processor(model_type, dest, group == "run_ctc")
         return proc, {"vocab_size": len(CTC_VOCAB), "pad_token_id": 0} if group == "run_ctc" else {}
@@ -210,12 +233,21 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path)->tuple: # (tokeni
     return tok, tokenizer_ids(tok)
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "4" # bump when the tiny configs change: the checkpoints are rebuilt
+BUILD_VERSION = "5" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None)->Path:
     "Where an architecture's tiny checkpoint lives: <root>/<model_type>/<class>, root by default beside the demo catalog."
     return Path(root or demo_dir().parent / "architectures") / model_type / cls_name
+
+# %% ../nbs/23_tiny_checkpoints.ipynb #4170b557
+def save_generation_fields(dest:Path, # a saved checkpoint
+                           fields:dict, # generation config fields
+                          ):
+    "Set `fields` in the checkpoint's generation config: those a model's `generate` reads that its config does not derive (Whisper's languages and tasks)."
+    g = transformers.GenerationConfig.from_pretrained(dest)
+    for k, v in fields.items(): setattr(g, k, v)
+    g.save_pretrained(dest)
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #d9b89838
 def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path)->dict: # {"params": n} or {"skip": reason}, with the version
@@ -233,6 +265,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path)->dict: 
         if n > MAX_PARAMS: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
         dest.mkdir(parents=True, exist_ok=True)
         save_tiny(dest, model_cls, config, proc)
+        if group == "run_speech_seq2seq" and model_type == "whisper": save_generation_fields(dest, whisper_generation(proc.tokenizer))
         done = {"version": version, "params": n}
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line

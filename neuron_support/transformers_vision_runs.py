@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['PHOTO_JPEG', 'TOP_K', 'TOP_K_OVERLAP', 'INPUT_PICTURE', 'RUNNERS', 'CHECKS', 'photo', 'photo_tensor', 'image_inputs',
-           'embedding_rows', 'vision_output', 'vision_class', 'run_image_classifier', 'run_image_encoder',
+           'embedding_rows', 'vision_output', 'vision_class', 'run_image_classifier', 'fixed_mask', 'run_image_encoder',
            'run_zero_shot_image', 'vision_reference', 'top_k', 'top_k_shared', 'topk_text', 'check_classifier',
            'label_ranking', 'check_label_ranking', 'check_zero_shot', 'vision_steps', 'check_vision_run']
 
 # %% ../nbs/11b_transformers_vision_runs.ipynb #b0d5d168
-import base64, io
+import base64, inspect, io
 import torch
 import transformers
 from .core import load_model, forward_twice, first_line, reference_key
@@ -70,12 +70,19 @@ def run_image_classifier(plan:dict, path:str, device:str, state:dict)->dict:
     return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
                          lambda out: vision_output(out, plan["runner"]))
 
+# %% ../nbs/11b_transformers_vision_runs.ipynb #9b67646c
+def fixed_mask(model)->dict: # {"noise": [1, patches] int64}, or {} for a model that masks nothing
+    "The `noise` of a model whose embeddings mask patches at random (ViTMAE), fixed to the patches' order: the same patches kept at every call."
+    emb = getattr(model, "embeddings", None)
+    if not hasattr(emb, "random_masking") or "noise" not in inspect.signature(model.forward).parameters: return {}
+    return {"noise": torch.arange(emb.patch_embeddings.num_patches).unsqueeze(0)}
+
 # %% ../nbs/11b_transformers_vision_runs.ipynb #11829234
 def run_image_encoder(plan:dict, path:str, device:str, state:dict)->dict:
     "An image encoder without a head (ViT, DINOv2, a vision tower): one compiled forward pass, its pooled and patch embeddings."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
-    return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
-                         lambda out: vision_output(out, plan["runner"]))
+    model = load_model(vision_class(plan), path, plan, device)
+    return forward_twice(model, {**image_inputs(proc, plan), **fixed_mask(model)}, plan, state, device, lambda out: vision_output(out, plan["runner"]))
 
 # %% ../nbs/11b_transformers_vision_runs.ipynb #1f6af72f
 def run_zero_shot_image(plan:dict, path:str, device:str, state:dict)->dict:

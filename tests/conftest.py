@@ -243,7 +243,7 @@ def pytest_collection_modifyitems(items):
 # four kinds of architecture that pass, one that fails on the CPU too (GPT-J: its tiny config's rotary size does not fit its
 # heads, eagerly as well), and one whose tiny checkpoint cannot be built (DBRX: a SKIP row, beside the runs' rows). BERT is its
 # masked-LM class alone: every BERT head is the same encoder, and each costs a run.
-ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,t5,mamba,gptj,dbrx"
+ARCHITECTURES_ONLY = "llama,bert,t5,mamba,gptj,dbrx"
 
 
 @pytest.fixture(scope="session")

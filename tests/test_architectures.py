@@ -8,27 +8,30 @@ import pandas as pd
 import pytest
 
 from conftest import ORG, ARCHITECTURES_ONLY
-from neuron_support.publish import architecture_path, architecture_pairs, read_architectures, publish, diff_pairs
+from neuron_support.publish import architecture_path, pairs, read_architectures, publish, diff_pairs
 from neuron_support.libraries import library_stack
 from neuron_support.stack import pair_key
 
 PAIR = pair_key(library_stack("transformers", "cpu"))
+BERTS = [("bert", c) for c in ("BertForMaskedLM", "BertForQuestionAnswering", "BertForSequenceClassification", "BertForTokenClassification",
+                                "BertLMHeadModel", "BertModel")]   # every class of the type: each head, the bare encoder, and its decoder
 WRITE_TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes
 
 
 def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     out, p = architecture_table
     assert p.returncode == 0, p.stderr[-3000:]
-    assert architecture_pairs(out) == [PAIR]
+    assert pairs(out, "architectures") == [PAIR]
     t = read_architectures(architecture_path(out, PAIR)).set_index(["model_type", "class"])
-    assert sorted(t.index) == [("bert", "BertForMaskedLM"), ("dbrx", "DbrxForCausalLM"), ("gptj", "GPTJForCausalLM"), ("llama", "LlamaForCausalLM"),
+    assert sorted(t.index) == [*BERTS, ("dbrx", "DbrxForCausalLM"), ("gptj", "GPTJForCausalLM"), ("llama", "LlamaForCausalLM"),
                                ("mamba", "MambaForCausalLM"), ("t5", "T5ForConditionalGeneration")]
-    assert t.result.to_dict() == {("bert", "BertForMaskedLM"): "PASS", ("dbrx", "DbrxForCausalLM"): "SKIP", ("gptj", "GPTJForCausalLM"): "FAIL(gen)",
+    assert t.result.to_dict() == {**dict.fromkeys(BERTS, "PASS"), ("dbrx", "DbrxForCausalLM"): "SKIP", ("gptj", "GPTJForCausalLM"): "FAIL(gen)",
                                   ("llama", "LlamaForCausalLM"): "PASS", ("mamba", "MambaForCausalLM"): "PASS", ("t5", "T5ForConditionalGeneration"): "PASS"}
     dbrx = t.loc[("dbrx", "DbrxForCausalLM")]
     assert dbrx.notes.startswith("AttributeError: ") and pd.isna(dbrx.runner) and pd.isna(dbrx.run_py) and dbrx.tested_at is not pd.NaT   # why, and nothing ran
     t = t.drop(("dbrx", "DbrxForCausalLM"))
-    assert t.runner.to_dict() == {("bert", "BertForMaskedLM"): "run_encoder", ("gptj", "GPTJForCausalLM"): "run_dense", ("llama", "LlamaForCausalLM"): "run_dense",
+    assert t.runner.to_dict() == {**{b: "run_dense" if b[1] == "BertLMHeadModel" else "run_encoder" for b in BERTS},   # each head, and BERT as a decoder
+                                  ("gptj", "GPTJForCausalLM"): "run_dense", ("llama", "LlamaForCausalLM"): "run_dense",
                                   ("mamba", "MambaForCausalLM"): "run_dense", ("t5", "T5ForConditionalGeneration"): "run_seq2seq"}
     gptj = t.loc[("gptj", "GPTJForCausalLM")]
     assert gptj.cpu_eager.startswith("RuntimeError: The size of tensor a") and gptj.error_signature   # the CPU fails too: the model's, not the harness's
@@ -36,9 +39,10 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert (t.library == "transformers").all() and (t.device == "cpu").all() and t.tested_at.notna().all()
     assert t.run_py.str.contains("PLAN = ").all() and (t.params < 30_000_000).all()
     assert t.loc[("mamba", "MambaForCausalLM")].settings == "one prefill" and t.loc[("llama", "LlamaForCausalLM")].settings == "card"
-    assert "harness failures (FAIL on the CPU while the CPU runs the same call eagerly): 0" in p.stdout
+    assert "harness failures (a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): 0" in p.stdout
+    assert "start llama:LlamaForCausalLM on cores" in p.stderr and "architectures/llama/LlamaForCausalLM on cores" not in p.stderr   # named as the table names it
     runs = out / "architecture-runs" / "runs" / PAIR
-    assert len(list(runs.glob("*/run.ipynb"))) == 5   # each run's executed notebook, as a model's
+    assert len(list(runs.glob("*/run.ipynb"))) == 10   # each run's executed notebook, as a model's
 
 
 def test_a_second_invocation_runs_nothing(architecture_table, tmp_path):
@@ -49,7 +53,7 @@ def test_a_second_invocation_runs_nothing(architecture_table, tmp_path):
     p = subprocess.run([shutil.which("neuron-support"), "architectures", "--only", ARCHITECTURES_ONLY, "--slots", "2",
                         "--device", "cpu", "--out", str(mine)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "6 architectures: 0 to run, 5 unchanged since their last run, 1 that cannot run" in p.stderr
+    assert "11 architectures: 0 to run, 10 unchanged since their last run, 1 that cannot run" in p.stderr
     assert "starting Ray" not in p.stderr   # no run, no Ray
     pd.testing.assert_frame_equal(read_architectures(architecture_path(mine, PAIR)), before)
 
