@@ -243,6 +243,8 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
         kill_run(tag)  # whatever run.py left behind
     outcome = parse_outcome(lines)
     if outcome is not None: return outcome
+    if isinstance(p, StartedRun) and rc is None and not lines and time.time() - start < timeout:   # the stack died before run.py began
+        return execute_run_py(run_dir, timeout - (time.time() - start), env, echo, args)   # the stack is no longer offered: python3 run.py
     why = (f"run.py killed after {timeout:g} s (outer time limit)" if time.time() - start >= timeout
            else f"run.py ended with exit code {rc} without an outcome: {lines[-1] if lines else ''}")
     return {"result": failure("other"), "notes": why[:200], "error": why + "\n" + "\n".join(lines[-20:]), "wall_s": round(time.time() - start, 3)}
