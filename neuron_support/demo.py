@@ -197,10 +197,12 @@ def save_tiny(dest:Path, # the repo folder to write
               model_class, # the transformers class the checkpoint declares
               config, # its config
               processor, # the tokenizer or processor saved beside it
+              generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
              ):
     "Random weights from a fixed seed, saved in bf16 with the tokenizer or processor."
     torch.manual_seed(seed_of(dest.name))
     model = model_class(config).eval()
+    for k, v in (generation or {}).items(): setattr(model.generation_config, k, v)
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     processor.save_pretrained(dest)

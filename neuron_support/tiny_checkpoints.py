@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['GROUPS', 'TEXT_GROUPS', 'WIDTH', 'FFN', 'LAYERS', 'HEADS', 'SIZES', 'AT_MOST', 'MAX_POSITIONS', 'CAPPED',
            'MAX_PARAMS', 'OVERRIDES', 'BUILD_VERSION', 'STAMP', 'group_mappings', 'wanted', 'architectures',
-           'layer_plan', 'shrink', 'tokenizer_ids', 'tiny_config', 'head_kwargs', 'registered', 'multimodal_processor',
-           'image_token_ids', 'audio_processor', 'zero_shot_processor', 'speech_processor', 'forward_inputs', 'reader',
-           'checkpoint_folder', 'save_generation_fields', 'build_checkpoint', 'build_all', 'build_child']
+           'layer_plan', 'shrink', 'tokenizer_ids', 'tiny_config', 'head_kwargs', 'registered', 'image_text_classes',
+           'multimodal_processor', 'image_token_ids', 'audio_processor', 'zero_shot_processor', 'speech_processor',
+           'forward_inputs', 'reader', 'checkpoint_folder', 'build_checkpoint', 'build_all', 'build_child']
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #6320e449
 import inspect, json, sys, time
@@ -166,12 +166,18 @@ def registered(names, # a mapping's value: a class name, a tuple of them, or a d
     if cls := next((getattr(transformers, n) for n in names if hasattr(transformers, n)), None): return cls
     raise LookupError(f"{', '.join(names)} not in transformers" if names else "no processor registered for its type")
 
+# %% ../nbs/23_tiny_checkpoints.ipynb #d5a3b19d
+def image_text_classes(model_type:str)->tuple: # (processor class, image processor class)
+    "The type's processor class and the first of its image processor classes that this transformers has, else a LookupError."
+    pname, inames = PROCESSOR_MAPPING_NAMES.get(model_type), IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type)
+    if not pname or not inames: raise LookupError(f"no processor or image processor registered for {model_type}")
+    icls = registered(inames)   # first: a type whose image processor needs a missing package says so
+    return getattr(transformers, pname), icls
+
 # %% ../nbs/23_tiny_checkpoints.ipynb #88e2346f
 def multimodal_processor(model_type:str):
     "The model type's processor, built from its image processor's defaults and SmolLM2's tokenizer with the image tokens it names."
-    pname, inames = PROCESSOR_MAPPING_NAMES.get(model_type), IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type)
-    if not pname or not inames: raise LookupError(f"no processor or image processor registered for {model_type}")
-    icls, pcls = registered(inames), getattr(transformers, pname)
+    pcls, icls = image_text_classes(model_type)
     probe = pcls(image_processor=icls(), tokenizer=bpe_tokenizer(build_demo()))  # what image token the processor uses by default
     image = getattr(probe, "image_token", None) or "<image>"
     special = {k: getattr(probe, k) for k in ("image_token", "boi_token", "eoi_token") if isinstance(getattr(probe, k, None), str)}
@@ -199,9 +205,8 @@ def audio_processor(model_type:str, dest:Path, ctc:bool):
 # %% ../nbs/23_tiny_checkpoints.ipynb #ec9e42cc
 def zero_shot_processor(model_type:str, dest:Path):
     "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest`."
-    pname, inames = PROCESSOR_MAPPING_NAMES.get(model_type), IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type)
-    if not pname or not inames: raise LookupError(f"no processor or image processor registered for {model_type}")
-    return getattr(transformers, pname)(image_processor=registered(inames)(), tokenizer=clip_tokenizer(dest))
+    pcls, icls = image_text_classes(model_type)
+    return pcls(image_processor=icls(), tokenizer=clip_tokenizer(dest))
 
 # %% ../nbs/23_tiny_checkpoints.ipynb #2741c3ec
 def speech_processor(model_type:str, dest:Path):
@@ -240,15 +245,6 @@ def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None)->Path:
     "Where an architecture's tiny checkpoint lives: <root>/<model_type>/<class>, root by default beside the demo catalog."
     return Path(root or demo_dir().parent / "architectures") / model_type / cls_name
 
-# %% ../nbs/23_tiny_checkpoints.ipynb #4170b557
-def save_generation_fields(dest:Path, # a saved checkpoint
-                           fields:dict, # generation config fields
-                          ):
-    "Set `fields` in the checkpoint's generation config: those a model's `generate` reads that its config does not derive (Whisper's languages and tasks)."
-    g = transformers.GenerationConfig.from_pretrained(dest)
-    for k, v in fields.items(): setattr(g, k, v)
-    g.save_pretrained(dest)
-
 # %% ../nbs/23_tiny_checkpoints.ipynb #d9b89838
 def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path)->dict: # {"params": n} or {"skip": reason}, with the version
     "A tiny random checkpoint of `cls_name` in `dest` (kept and reused while BUILD_VERSION and transformers are the same)."
@@ -264,8 +260,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path)->dict: 
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())
         if n > MAX_PARAMS: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
         dest.mkdir(parents=True, exist_ok=True)
-        save_tiny(dest, model_cls, config, proc)
-        if group == "run_speech_seq2seq" and model_type == "whisper": save_generation_fields(dest, whisper_generation(proc.tokenizer))
+        whisper = group == "run_speech_seq2seq" and model_type == "whisper"   # its generate reads fields that no config derives
+        save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None)
         done = {"version": version, "params": n}
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
