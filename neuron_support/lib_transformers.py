@@ -6,12 +6,13 @@
 __all__ = ['MODEL_FOR_CAUSAL_LM_MAPPING_NAMES', 'MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES',
            'MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES', 'MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES',
            'MODEL_FOR_IMAGE_MAPPING_NAMES', 'MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES', 'MODEL_FOR_CTC_MAPPING_NAMES',
-           'MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES', 'EXPERT_KEYS', 'VISION_RUNNERS', 'AUDIO_RUNNERS', 'PHOTO',
+           'MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES', 'MODEL_FOR_MASKED_LM_MAPPING_NAMES',
+           'IMAGE_PROCESSOR_MAPPING_NAMES', 'EXPERT_KEYS', 'VISION_RUNNERS', 'AUDIO_RUNNERS', 'AUDIO_LANGUAGE', 'PHOTO',
            'CANDIDATE_LABELS', 'HYPOTHESIS', 'CLIP', 'AUDIO_SAMPLES', 'SELECTION_TASKS', 'SEQ2SEQ_TASKS',
            'ENCODER_TASKS', 'VISION_TASKS', 'AUDIO_TASKS', 'TASKS', 'GENERATION_TASKS', 'TESTED', 'TRANSFORMERS',
-           'is_moe', 'is_causal', 'transformers_names', 'vision_runner', 'audio_runner', 'choose_runner',
-           'encoder_task', 'has_chat_template', 'plan_inputs', 'parallel_mode', 'transformers_plan', 'unsupported',
-           'runner_and_fit', 'transformers_exclusion']
+           'is_moe', 'is_causal', 'transformers_names', 'vision_runner', 'audio_runner', 'image_text_runner',
+           'masked_lm_head', 'audio_language', 'choose_runner', 'encoder_task', 'has_chat_template', 'plan_inputs',
+           'parallel_mode', 'transformers_plan', 'unsupported', 'runner_and_fit', 'transformers_exclusion']
 
 # %% ../nbs/10_transformers.ipynb #e4da9530
 import functools, json
@@ -31,6 +32,8 @@ MODEL_FOR_IMAGE_MAPPING_NAMES = auto_names("MODEL_FOR_IMAGE_MAPPING_NAMES")
 MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES = auto_names("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES")
 MODEL_FOR_CTC_MAPPING_NAMES = auto_names("MODEL_FOR_CTC_MAPPING_NAMES")
 MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES")
+MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAMES")
+IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings",))
 
 # %% ../nbs/10_transformers.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -79,18 +82,41 @@ def audio_runner(arch:str, # architectures[0], or ""
         if arch and arch in table.values() and arch in transformers_names(): return runner, arch
     return None
 
+# %% ../nbs/10_transformers.ipynb #7207e87c
+def image_text_runner(arch:str, # architectures[0], or ""
+                      model_type:str, # config.json's model_type
+                      config:dict, # the parsed config.json
+                     )->tuple|None: # ("run_multimodal", head class name), or None for a model that is not a vision-language model
+    "The vision-language runner and its load class: the declared image-text-to-text class, else the auto class for an image-text type with a vision tower."
+    if arch in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(): return None
+    tower = "vision_config" in config
+    sees = tower or model_type in IMAGE_PROCESSOR_MAPPING_NAMES   # a tower, or pixels its own embedding takes (Fuyu)
+    if arch in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values() and arch in transformers_names() and sees: return "run_multimodal", arch
+    if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and tower: return "run_multimodal", "AutoModelForImageTextToText"
+
+# %% ../nbs/10_transformers.ipynb #59db7dea
+def masked_lm_head(arch:str, config:dict)->bool:
+    "Whether the declared class is a masked-LM head that the config says is not causal (XLM's and FlauBERT's `WithLMHeadModel`)."
+    return arch in MODEL_FOR_MASKED_LM_MAPPING_NAMES.values() and config.get("causal") is False
+
+# %% ../nbs/10_transformers.ipynb #3d33e853
+AUDIO_LANGUAGE = "an audio-language model (an audio tower before a text decoder, prompted with the clip in a chat): no runner serves it yet"
+
+def audio_language(config:dict)->bool:
+    "Whether the config is an audio-language model's: an audio and a text sub-config, no vision tower, not an encoder-decoder."
+    return "audio_config" in config and "text_config" in config and "vision_config" not in config and not config.get("is_encoder_decoder")
+
 # %% ../nbs/10_transformers.ipynb #d50389f8
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if audio := audio_runner(arch): return audio
+    if image_text := image_text_runner(arch, mt, config): return image_text
+    if masked_lm_head(arch, config): return "run_encoder", arch
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
     if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
-        return "run_seq2seq", "AutoModelForSeq2SeqLM"
-    zero_shot = arch in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.values()   # declared: BLIP's image-text matcher is not its captioner
-    if mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and "vision_config" in config and not zero_shot:
-        return "run_multimodal", "AutoModelForImageTextToText"
+        return ("", arch) if audio_language(config) else ("run_seq2seq", "AutoModelForSeq2SeqLM")   # an audio-language model: no runner (`unsupported` says why)
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
         return ("run_dense_ep" if moe_ep_only else "run_dense"), "AutoModelForCausalLM"
@@ -130,7 +156,7 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
         return {"task_kind": kind, "text": ENCODER_TEXT, "masked_word": MASKED_WORD if kind == "masked-lm" else "",
                 "question": QUESTION if kind == "question-answering" else "", "max_length": ENCODER_LENGTH}
     chunk = PREFILL_CHUNK if runner in ("run_dense", "run_dense_ep") else 0
-    return {"prompt": prompt, "chat": chat, "image": runner == "run_multimodal", "max_new_tokens": max_new_tokens,
+    return {"prompt": prompt, "chat": chat, "image": PHOTO if runner == "run_multimodal" else False, "max_new_tokens": max_new_tokens,
             "min_new_tokens": min_new_tokens, "prefill_chunk_size": chunk}
 
 # %% ../nbs/10_transformers.ipynb #0ad3675f
@@ -146,11 +172,12 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
                      )->Plan:
     "transformers' plan: the runner and head class from the config, the cores from the weights, the card's inputs."
     runner, head = choose_runner(config)
+    if not runner: raise UsageError(f"model {ck.model_id!r} is {AUDIO_LANGUAGE} ({head})")
     mt = config.get("model_type", "")
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated)
-    chat = runner == "run_multimodal" or (runner not in ("run_encoder", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck))
+    chat = runner not in ("run_encoder", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck)
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)
 
@@ -175,6 +202,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if config.get("model_type") not in known:
         return f"transformers does not know model_type {config.get('model_type')!r} and the repo brings no code for it"
     arch = (config.get("architectures") or ["no architectures"])[0]
+    if not runner: return f"{AUDIO_LANGUAGE} ({arch})"
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
@@ -270,6 +298,14 @@ on one NeuronCore; the transcript is held to the generation rule. A CTC model
 a CTC model's frames is held to the encoders' rule and its decoded transcript
 must be the CPU's; a classifier's label is held to the encoders' rule.
 
+An image-text-to-text model (a vision-language model) gets the same
+photograph with the prompt, as one user message through the checkpoint's own
+processor and chat template (a checkpoint without a template gets the
+processor's call on the photograph and the prompt), and generates as a
+decoder does, compiled, with a static cache; on one NeuronCore its tokens are
+held to the CPU's fp32 generation from the same prompt and pixels, and the
+run says how many image tokens the prompt held.
+
 The models are the top `text-generation` and `image-text-to-text` models on
 the Hub by downloads and trending, reselected before each sweep: the 100
 best-ranked form the selection. The sweep's list continues with the models of
@@ -292,6 +328,7 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
 
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,
-    tested=TESTED, carried="neuron_support.transformers_runs",
-    runner_modules={**dict.fromkeys(VISION_RUNNERS, "neuron_support.transformers_vision_runs"),
-                    **dict.fromkeys(AUDIO_RUNNERS, "neuron_support.transformers_audio_runs")})
+    tested=TESTED, carried=("neuron_support.transformers_generation", "neuron_support.transformers_runs"),
+    runner_modules={**dict.fromkeys(VISION_RUNNERS, ("neuron_support.photo", "neuron_support.transformers_vision_runs")),
+                    **dict.fromkeys(AUDIO_RUNNERS, "neuron_support.transformers_audio_runs"),
+                    "run_multimodal": ("neuron_support.photo", "neuron_support.transformers_generation", "neuron_support.transformers_multimodal_runs")})

@@ -21,19 +21,20 @@ class Library:
     selection_tasks: tuple      # the tasks whose best models form the selection, which the list starts with
     plan: Callable              # plan(ck, config, stack, max_cores, cores, core_gb, **inputs) -> Plan
     exclusion: Callable         # exclusion(info, stack, token, max_cores, api) -> (category, reason) or (None, (runner, head, bytes, cores, fit))
-    carried: str = ""           # the module run.py carries for its runners and checks (their RUNNERS and CHECKS), e.g. "neuron_support.st_runs"
+    carried: str|tuple = ""     # the module run.py carries for its runners and checks (their RUNNERS and CHECKS), e.g. "neuron_support.st_runs"; or several, in order, the last declaring them
     tested: str = ""            # what a run tests, in a sentence of the dataset card
     version: Callable|None = None # () -> the version that names the pair (default: the installed distribution's)
     config_file: str = "config.json" # the file a plan reads first (a diffusers pipeline's is model_index.json)
-    runner_modules: dict = field(default_factory=dict) # runner -> the module run.py carries for it instead of `carried` (transformers' vision runners)
+    runner_modules: dict = field(default_factory=dict) # runner -> the module (or modules, in order) run.py carries for it instead of `carried` (transformers' vision runners)
 
     def installed_version(self)->str:
         "The library's version as the pair names it."
         return self.version() if self.version else package_version(self.name)
 
-    def carried_for(self, runner:str|None=None)->str:
-        "The module a run of `runner` carries: its own where the library gives one, else the library's."
-        return self.runner_modules.get(runner, self.carried)
+    def carried_for(self, runner:str|None=None)->tuple:
+        "The modules a run of `runner` carries, in order: its own where the library gives them, else the library's; the last declares RUNNERS and CHECKS."
+        modules = self.runner_modules.get(runner, self.carried)
+        return (modules,) if isinstance(modules, str) else tuple(modules)
 
 # %% ../nbs/05_library.ipynb #2443a91f
 LIBRARIES = {} # name -> Library: those registered from outside the package, in registration order (the package's own are listed by `libraries`)

@@ -4,17 +4,17 @@
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'OUR_COLUMNS', 'SCHEMA', 'COLUMNS', 'KINDS', 'PANDAS_TYPES', 'STACK_COLUMNS', 'VERBATIM_COLUMNS',
-           'ESCAPES', 'PAIR', 'ARCH_RESULTS', 'ARCH_SCHEMA', 'ARCH_KEY', 'SPACE', 'CARDS', 'OUTCOME_FILE', 'RUN_MEDIA',
-           'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate', 'frame',
+           'ESCAPES', 'PAIR', 'ARCH_RESULTS', 'CULPRITS', 'ARCH_SCHEMA', 'ARCH_KEY', 'SPACE', 'CARDS', 'OUTCOME_FILE',
+           'RUN_MEDIA', 'REPO', 'PUBLISH_TRIES', 'CHANGES', 'is_text', 'is_number', 'column_array', 'validate', 'frame',
            'empty_table', 'error_signature', 'printable', 'stack_columns', 'table_row', 'synthetic_row', 'check_pair',
            'table_path', 'notebook_path', 'pairs', 'write_table', 'parquet_bytes', 'table_bytes', 'read_checked',
            'with_our_columns', 'read_table', 'latest', 'merge', 'add_rows', 'check_rows', 'architecture_path',
            'architecture_frame', 'merge_architectures', 'architecture_bytes', 'read_architectures', 'result_counts',
            'example_model', 'render_card', 'pair_library', 'library_pairs', 'read_tables', 'read_architecture_tables',
-           'drawn_files', 'dataset_files', 'git_blob_sha1', 'same_file', 'Change', 'remote_files', 'stale_pictures',
-           'changes', 'check_repo', 'remote_head', 'remote_table', 'merge_tables', 'publish', 'refused_upload',
-           'format_changes', 'change', 'device_side', 'diff', 'diff_pairs', 'architecture_keys', 'clip', 'format_diff',
-           'diff_json']
+           'drawn_files', 'public_rows', 'local_rows', 'dataset_files', 'git_blob_sha1', 'same_file', 'Change',
+           'remote_files', 'stale_pictures', 'changes', 'check_repo', 'remote_head', 'remote_table', 'merge_tables',
+           'publish', 'refused_upload', 'format_changes', 'change', 'device_side', 'diff', 'diff_pairs',
+           'architecture_keys', 'clip', 'format_diff', 'diff_json']
 
 # %% ../nbs/17_publish.ipynb #54b14e9c
 import contextlib, hashlib, json, os, re, tempfile
@@ -31,6 +31,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from .stack import UsageError, Stack, write_atomic, VERSION_COLUMNS
 from .facts import RESULTS
 from .libraries import libraries
+from .plan import LOCAL
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError, EntryNotFoundError, HFValidationError
 from huggingface_hub import HfApi, CommitOperationAdd, CommitOperationDelete, hf_hub_download
 from huggingface_hub.utils import validate_repo_id
@@ -307,10 +308,15 @@ def check_rows(rows, pair:str)->pd.DataFrame:
     return df
 
 # %% ../nbs/17_publish.ipynb #b23b06e5
-ARCH_RESULTS = {**RESULTS, "SKIP": "The tiny random checkpoint could not be built (`notes` says why): nothing ran."}
+ARCH_RESULTS = {**RESULTS, "SKIP": "Not an answer: the tiny random checkpoint could not be built, or it fails where four times as wide it runs (`notes` says why)."}
+CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly",
+            "transformers": "fails everywhere in bf16: the CPU fails too, eagerly, and four times as wide as well (transformers' code)",
+            "settings": "the card's settings do not fit this architecture: the CPU fails with them too, and generates with transformers' own",
+            "undetermined": "not determined: the CPU's eager repeat did not finish",
+            "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs"} # whose a FAIL is (the `culprit` column)
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
-    pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()),
+    pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),
     pa.field("settings", pa.string()), pa.field("graph_breaks", pa.int64()), pa.field("graph_break", pa.string()),
     pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
     pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),
@@ -425,20 +431,35 @@ def drawn_files(run_dir:Path, # a run's folder
     except (OSError, ValueError, AttributeError): return []
     return [n for n in named if isinstance(n, str) and n == Path(n).name and n.endswith(RUN_MEDIA) and not n.startswith(".")]
 
+# %% ../nbs/17_publish.ipynb #02667ca2
+def public_rows(table:pd.DataFrame)->pd.DataFrame:
+    "A table's rows that may be published: all but a local checkpoint's (named `local:...`, or by an absolute path before that)."
+    ids = table.model_id.astype(str)
+    return table[~(ids.str.startswith(LOCAL) | ids.str.startswith("/"))]
+
+# %% ../nbs/17_publish.ipynb #8770174a
+def local_rows(tables:dict, # {pair: table}
+              )->int: # rows
+    "How many of the tables' rows name a local checkpoint: what `publish` leaves out."
+    return sum(len(t) - len(public_rows(t)) for t in tables.values())
+
 # %% ../nbs/17_publish.ipynb #4b855cde
 def dataset_files(data_dir, # the dataset folder
                   repo:str, # the dataset repo, for the card's examples
                   tables:dict|None=None, # {pair: table} to publish (default: the folder's own)
                   architectures:dict|None=None, # {pair: architecture table} to publish (default: the folder's own)
                  )->dict: # {path in repo: bytes}
-    "What the dataset repo should hold, from the folder: the card, the tables, the architecture tables, the run notebooks and a run's pictures."
+    "What the dataset repo should hold, from the folder: the card, the tables, the architecture tables, the run notebooks and a run's pictures; nothing of a local checkpoint's."
     root = Path(data_dir)
     tables = read_tables(root) if tables is None else tables
+    left_out = {n for t in tables.values() for n in t.notebook[~t.index.isin(public_rows(t).index)].dropna()}   # their run folders' notebooks
+    tables = {p: public for p, t in tables.items() if len(public := public_rows(t))}
     architectures = read_architecture_tables(root) if architectures is None else architectures
     files = {"README.md": render_card(tables, repo, architectures=architectures).encode(),
              **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())},
              **{f"architectures/{p}.parquet": architecture_bytes(t) for p, t in sorted(architectures.items())}}
     for notebook in sorted(root.glob("runs/*/*/*/run.ipynb")):
+        if notebook.parent.name.startswith(LOCAL) or notebook.relative_to(root).as_posix() in left_out: continue
         for p in [notebook, *(notebook.parent / name for name in drawn_files(notebook.parent))]:
             if p.is_file(): files[p.relative_to(root).as_posix()] = p.read_bytes()
     return files
@@ -563,10 +584,12 @@ def refused_upload(repo:str):
 def format_changes(changes:list, # what publish returned
                    repo:str, # the dataset repo
                    dry_run:bool=False, # whether nothing was uploaded
+                   left_out:int=0, # rows of local checkpoints left out (local_rows)
                   )->str:
-    "What a publish did, or would do, a line per file."
-    if not changes: return f"{repo}: up to date, nothing to upload"
-    return "\n".join([f"{repo}: {'would upload' if dry_run else 'uploaded'} {len(changes)} file(s) in one commit", *map(str, changes)])
+    "What a publish did, or would do, a line per file, and the local checkpoints' rows it left out."
+    lines = [f"{repo}: up to date, nothing to upload"] if not changes else [f"{repo}: {'would upload' if dry_run else 'uploaded'} {len(changes)} file(s) in one commit", *map(str, changes)]
+    if left_out: lines.append(f"{left_out} row{'s' * (left_out != 1)} of a local checkpoint left out: a local folder's run is not published")
+    return "\n".join(lines)
 
 # %% ../nbs/17_publish.ipynb #b5815a33
 CHANGES = ("regressed", "fixed", "failure changed", "appeared", "disappeared")

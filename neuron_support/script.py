@@ -15,7 +15,7 @@ import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re
 from pathlib import Path
 from .stack import UsageError, Stack, detect_stack, write_atomic, utc_now, environment, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS
 from .facts import JUDGE_MODEL, failure
-from .plan import Plan, plan_record
+from .plan import Plan, plan_record, model_source, checkpoint_name
 from .processes import RUN_TAG, HANDED_BY, run_tag, kill_run, die_with_parent, first_line
 from .libraries import library_of, make_plan, library_stack
 from .publish import table_row, error_signature, drawn_files, OUTCOME_FILE
@@ -38,7 +38,9 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              "# stack: " + ", ".join(f"{k} {v.get(k) or '-'}" for k in DEVICE_VERSIONS),
              "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in VERSION_COLUMNS if k not in DEVICE_VERSIONS),
              "# packages added on top of that stack:", "# pip install " + " ".join(added_packages(stack, packages)),
-             "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)",
+             ("# usage: python3 run.py [--checkpoint FOLDER] [--reference-cache DIR]   (FOLDER: the local checkpoint this run names "
+              f"{plan['model_id']}, by default the link `checkpoint` beside this file; the outcome is the last line of output, as JSON)" if plan.get("local") else
+              "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"),
              "# code: the modules " + ", ".join(m.rsplit(".", 1)[-1] for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
              "#       less their imports of each other; the last line hands the library's RUNNERS and CHECKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
@@ -57,8 +59,8 @@ ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
 def carried_modules(library:str="transformers", runner:str|None=None)->tuple:
-    "The modules run.py carries for a library's runner: the core's, then the library's own for that runner."
-    return CARRIED_CORE + (library_of(library).carried_for(runner),)
+    "The modules run.py carries for a library's runner: the core's, then the library's own for that runner, in order."
+    return CARRIED_CORE + library_of(library).carried_for(runner)
 
 # %% ../nbs/18_script.ipynb #76fba48a
 def carried_text(module:str, # a carried module, e.g. "neuron_support.core"
@@ -97,6 +99,7 @@ def render_run_py(plan:Plan, # the plan
                  )->str: # the text of run.py
     "The standalone script of one run: header, PLAN, module."
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
+    if (name := checkpoint_name(plan.model_id)) != plan.model_id: d |= {"model_id": name, "local": True}   # a local folder by its name: no path of this machine
     plan_text = "PLAN = " + pprint.pformat(d, sort_dicts=False, width=120) + "\n\n"
     return render_header(d, stack, packages) + plan_text + (module_text(stack.library, plan.runner) if module is None else module)
 
@@ -276,6 +279,7 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
     clear_previous_run(run_dir)
     args = ["--reference-cache", str(reference_cache)] if reference_cache else []
+    if Path(plan.model_id).is_absolute(): (run_dir / "checkpoint").symlink_to(plan.model_id, target_is_directory=True)   # a local folder: run.py names it, the link finds it
     packages, env = [], {}
     for attempt in (1, 2):
         text = render_run_py(plan, stack, packages, time_limit, perturb, judge_model)
@@ -296,6 +300,7 @@ def clear_previous_run(run_dir:Path):
     "Remove what the folder's previous run left that this run may not write again: its pictures, its outcome, its packages."
     for name in drawn_files(run_dir): (Path(run_dir) / name).unlink(missing_ok=True)
     (Path(run_dir) / OUTCOME_FILE).unlink(missing_ok=True)
+    (Path(run_dir) / "checkpoint").unlink(missing_ok=True)   # the link to a local checkpoint's folder
     shutil.rmtree(Path(run_dir) / "site", ignore_errors=True)
 
 # %% ../nbs/18_script.ipynb #25162c26
@@ -303,14 +308,14 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
              selection_rank:int|None=None)->dict:
     "One row of the table, in column order, from the plan, the stack and run.py's outcome."
     o = outcome
-    return table_row(plan.model_id, o["result"], stack, neuron_cores=plan.cores, runner=plan.runner, selection_rank=selection_rank,
+    return table_row(checkpoint_name(plan.model_id), o["result"], stack, neuron_cores=plan.cores, runner=plan.runner, selection_rank=selection_rank,
                      notes=o.get("notes") or "", error=o.get("error") or None, cpu_match=o.get("cpu_match") or None,
                      english=o.get("english") or None, wall_s=o.get("wall_s"), hbm_peak_gb=o.get("hbm_peak_gb"),
                      hbm_capacity_gb=plan.capacity_gb, tested_at=tested_at, run_py=run_py, revision=plan.revision, task=plan.task,
                      compile_s=o.get("compile_s"), tokens_per_s=o.get("tokens_per_s"), notebook=notebook,
                      check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
                      graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"),
-                     cpu_eager=cpu_eager_column(o.get("cpu_eager"), plan.model_id), graph_breaks=o.get("graph_breaks"),
+                     cpu_eager=cpu_eager_column(o.get("cpu_eager"), checkpoint_name(plan.model_id)), graph_breaks=o.get("graph_breaks"),
                      graph_break=o.get("graph_break") or None, model_type=plan.model_type or None)
 
 # %% ../nbs/18_script.ipynb #c1ad4815
@@ -360,7 +365,7 @@ def run_model(model_id:str, # Hub id or local folder
               **params, # further parameters of the notebook: revision, device, backend, cores, time_limit...
              )->dict: # the result row
     "Run one model through the run notebook and return its row."
-    library, tag = params.get("library") or "transformers", run_tag()
+    library, tag, model_id = params.get("library") or "transformers", run_tag(), model_source(model_id)   # a folder by its absolute path: the notebook runs elsewhere
     with environment(**{RUN_TAG: tag}), started_stack(library, tag):   # first: planning and the kernel's start overlap its imports
         make_plan(model_id, params.get("revision") or None, library_stack(library, params.get("device") or None, params.get("backend") or None,
                   core_gb=params.get("core_gb") or None), cores=params.get("cores") or None)  # bad input: a one-line UsageError here

@@ -32,6 +32,7 @@ from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
 from .processes import RUN_TAG, kill_run, die_with_parent
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
+from .plan import checkpoint_name
 from .libraries import library_of
 # None of these imports torch or a library's model code (a test checks it): a Ray worker imports this module, and a host runs
 # one worker per run in flight, which holds cores and starts a notebook, never the stack itself. The demo's checkpoints are
@@ -40,10 +41,10 @@ from .libraries import library_of
 # %% ../nbs/20_sweep.ipynb #f2d9ec03
 def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
                pair:str, # "<compiler key>/<library key>"
-               model_id:str, # the Hub id, or a local folder
-              )->Path: # out_dir/runs/<pair>/<org>--<name>
-    "The folder of one model's run in a pair: where its notebook is (the table's `notebook` column)."
-    return (Path(out_dir) / notebook_path(pair, model_id)).parent
+               model_id:str, # the Hub id, or a local folder (its absolute path)
+              )->Path: # out_dir/runs/<pair>/<org>--<name>, or out_dir/runs/<pair>/local:<name>-<hash>
+    "The folder of one model's run in a pair: where its notebook is (the table's `notebook` column); a local folder's by its name (`checkpoint_name`)."
+    return (Path(out_dir) / notebook_path(pair, checkpoint_name(model_id))).parent
 
 # %% ../nbs/20_sweep.ipynb #0c05e7a3
 @dataclass
@@ -308,8 +309,9 @@ def start_ray(stack:Stack, # the stack
     # a run holds its Ray worker for its whole time: keep as many idle workers as runs can be in flight, or Ray kills
     # those beyond the CPU count within a second and starts a new process for the next run (seconds each, where CPUs are few)
     workers = dict(_system_config={"num_workers_soft_limit": max(os.cpu_count() or 1, host_slots(stack, slots))})
-    if stack.device == "cuda": ray.init(num_cpus=os.cpu_count(), num_gpus=host_slots(stack, slots), **quiet, **workers)
-    else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet, **workers)
+    with environment(SPT_NOENV="1"):   # Ray's processes keep the sweep's tag readable when they rename themselves (see below)
+        if stack.device == "cuda": ray.init(num_cpus=os.cpu_count(), num_gpus=host_slots(stack, slots), **quiet, **workers)
+        else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet, **workers)
     return ray
 
 # %% ../nbs/20_sweep.ipynb #93f10978

@@ -14,7 +14,9 @@ import pytest
 
 from conftest import real_tokenizer_folder
 from neuron_support.publish import COLUMNS, dataset_files, read_table, table_path
+from neuron_support.plan import checkpoint_name
 from neuron_support.stack import detect_stack, pair_key
+from neuron_support.sweep import run_folder
 
 CLI = shutil.which("neuron-support")
 STACK = detect_stack("cpu", found={})
@@ -82,7 +84,7 @@ def test_a_checkpoint_cannot_choose_what_pip_installs(tmp_path, recording_index)
     row = only_row(tmp_path / "out")
     assert row["result"] == "FAIL(load)", row
     assert "has model type `zz pip install zzprobepkg` but Transformers does not recognize this architecture" in row["error"]
-    assert not (tmp_path / "out" / "runs" / pair_key(STACK) / str(ckpt).strip("/").replace("/", "--") / "site").exists()
+    assert not (run_folder(tmp_path / "out", pair_key(STACK), str(ckpt)) / "site").exists()
     for column, value in row.items():
         if isinstance(value, str) and column != "run_py": assert not CONTROL.search(value.replace("\n", "").replace("\t", "")), (column, value)
     assert set(row) >= set(COLUMNS[:5])
@@ -132,16 +134,15 @@ def test_a_run_folder_keeps_no_older_pictures(tmp_path, demo_catalog):
     """A pipeline that drew its pictures (PASS), then a new version of it that fails to load, run into the same folder:
     no picture is left, the CLI names none, publish uploads none, and the app's page of the model shows none."""
     from neuron_support.app import load_results
-    from neuron_support.sweep import run_folder
     stack = detect_stack("cpu", found={}, library="diffusers")
     pipeline = tmp_path / "tiny-sd"
     shutil.copytree(demo_catalog / "models" / "neuron-support-demo" / "tiny-sd", pipeline)
     out = tmp_path / "out"
     first = run_cli("run", pipeline, "--library", "diffusers", "--out", out)
     assert first.returncode == 0 and re.search(r"^PASS  ", first.stdout, re.M), first.stdout[-3000:] + first.stderr[-3000:]
-    folder = run_folder(out, pair_key(stack), str(pipeline).strip("/"))
+    folder = run_folder(out, pair_key(stack), str(pipeline))   # runs/<pair>/local:tiny-sd-<hash>: the name its row goes by
     assert sorted(p.name for p in folder.glob("image*.png")) == ["image.png", "image_cpu.png"]
-    status, html = load_results(str(out), popularity=False).model_page(str(pipeline))
+    status, html = load_results(str(out), popularity=False).model_page(checkpoint_name(str(pipeline)))
     assert status == 200 and len(PICTURE.findall(html)) == 2, html[-3000:]   # the page shows the pictures a run drew
     # the new version: its UNet's weights cut short after their header, so that loading fails before anything is drawn
     weights = next((pipeline / "unet").glob("*.safetensors"))
@@ -154,5 +155,5 @@ def test_a_run_folder_keeps_no_older_pictures(tmp_path, demo_catalog):
     files_line = next(l for l in second.stdout.splitlines() if l.startswith("notebook, "))
     assert files_line.startswith(f"notebook, run.py and result.json in {folder}"), files_line
     assert not [f for f in dataset_files(out, "org/name") if f.endswith(".png")]
-    status, html = load_results(str(out), popularity=False).model_page(str(pipeline))
+    status, html = load_results(str(out), popularity=False).model_page(checkpoint_name(str(pipeline)))
     assert status == 200 and PICTURE.findall(html) == [], PICTURE.findall(html)

@@ -1,6 +1,7 @@
-"""Issue 29: transformers' vision runners. The demo's three vision models swept through the real command (the session's
-shared sweep, tests/conftest.py), their notebooks showing the photograph and both rankings, run.py rerun alone, and each
-check failing on damaged weights."""
+"""Issue 29: transformers' vision runners; issue 40: its vision-language models. The demo's three vision models and its two
+vision-language models in the Hub's layout (Qwen2.5-VL, SmolVLM) swept through the real command (the session's shared sweep,
+tests/conftest.py), their notebooks showing the photograph and both rankings (or both texts and the image tokens), run.py
+rerun alone, and each check failing on damaged weights."""
 import json, re
 
 import nbformat
@@ -53,4 +54,47 @@ def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
     outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]
+    assert "'perturb': 'noise'" in run_py
+
+
+VLM = (f"{DEMO}/tiny-qwen2.5-vl", f"{DEMO}/tiny-smolvlm")   # each: 64 image tokens for the photograph (Qwen2.5-VL's patches merged 2 by 2, SmolVLM's shuffled 4 by 4)
+
+
+def notebook_texts(folder) -> list:
+    "The text outputs of an executed run notebook, and whether it shows a picture."
+    outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    return ["".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream"], any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_the_demo_sweep_of_the_vision_language_models(tmp_path, demo_hub, demo_sweep_of_libraries):
+    """Qwen2.5-VL and SmolVLM as the Hub ships them, swept: PASS on one core against the CPU's fp32 generation of the same prompt
+    and pixels, the photograph reaching the prompt as 64 image tokens, and the notebook showing the photograph, the image-token
+    count and both texts; run.py rerun alone says the same."""
+    out, p = demo_sweep_of_libraries   # read only
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = read_table(table_path(out, PAIR)).set_index("model_id")
+    for model in VLM:
+        row = table.loc[model]
+        assert (row.runner, row.neuron_cores, row.result, row.check, row.task) == ("run_multimodal", 1, "PASS", "cpu", "image-text-to-text"), row[["result", "notes", "error"]]
+        assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
+        header = row.run_py.split("\nPLAN = ")[0]
+        assert "photo, transformers_generation, transformers_multimodal_runs" in header and "def run_dense(" not in row.run_py, header
+        folder = run_folder(out, PAIR, model)
+        outcome = json.loads((folder / "outcome.json").read_text())
+        assert outcome["images"] == ["input.png"] and outcome["details"]["image tokens in the prompt"] == 64, outcome.get("details")
+        texts, picture = notebook_texts(folder)
+        said = "\n".join(texts)
+        assert picture and "image tokens in the prompt: 64" in said and "generated: " in said and "CPU fp32 text: " in said, said[-1500:]
+        assert "from a prompt holding 64 image tokens" in said   # the run says it as it runs
+    qwen = table.loc[VLM[0]]
+    outcome = rerun_alone(run_folder(out, PAIR, VLM[0]), demo_hub, tmp_path)
+    assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", qwen.cpu_match, qwen.notes)
+
+
+@pytest.mark.parametrize("model", ["tiny-qwen2.5-vl", "tiny-smolvlm"])
+def test_a_vision_language_check_fails_on_damaged_weights(model, tmp_path):
+    "The test hook `perturb` damages the device's weights: the generation departs from the CPU's at a token that is no near-tie."
+    outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
+    assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
+    assert outcome["cpu_match"].startswith("N first differs at token "), outcome["cpu_match"]
     assert "'perturb': 'noise'" in run_py
