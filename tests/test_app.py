@@ -754,25 +754,25 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert sorted(df.library.unique()) == ["diffusers", "sentence-transformers", "transformers"]
     assert set(df.model_id) == {m for ids in DEMO_SWEEP_ONLY.values() for m in ids}
     # each row is its sweep's, ranked; but seven: transformers' list goes on past its selection (the text-generation and
-    # image-text-to-text models) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
+    # image-text-to-text models, the vision-language ones among them) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
     assert set(zip(beyond.library, beyond.model_id)) == {("transformers", m) for m in ("sentence-transformers/all-MiniLM-L6-v2", f"{DEMO}/tiny-vit",
                                                          f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("diffusers")   # diffusers swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
-    wait_count(pg, "15 models")
+    wait_count(pg, "17 models")
     assert pg.locator("#view").input_value() == "Overview"
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
-    assert pg.locator("#models p").first.inner_text() == "15 models: 7 PASS, 1 FAIL(gen), 7 EXCLUDED"
-    assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, transformers 5. "
+    assert pg.locator("#models p").first.inner_text() == "17 models: 10 PASS, 7 EXCLUDED"
+    assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, transformers 7. "
                                                      "Not shown here: 6 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
-    assert pg.locator("#models p").first.inner_text() == "5 models: 1 PASS, 4 EXCLUDED"
-    assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 5. "
+    assert pg.locator("#models p").first.inner_text() == "7 models: 3 PASS, 4 EXCLUDED"
+    assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 7. "
                                                      "Not shown here: 7 more models (every model's latest run).")
     # Selected is still the newest selection alone: diffusers', swept last
     pg.select_option("#library", "all")
@@ -794,6 +794,21 @@ def test_an_image_classifiers_page_shows_its_photograph_and_both_rankings(browse
     ranked = lambda text, who: re.fullmatch(who + r": (?:[^;]+ [01]\.\d\d; ){4}[^;]+ [01]\.\d\d", text)
     assert ranked(device, "top-5 on cpu") and ranked(cpu, "CPU fp32"), notes
     assert pg.locator("#check").inner_text().startswith("cpu_match: ")
+    pair = df_pair(demo_sweep, model)
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/runs/{pair}/{model.replace('/', '--')}/input.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the photograph it saw"]
+    assert natural_widths(pg, "#pictures img") == [224]   # fetched and decoded: the photograph itself
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_a_vision_language_models_page_shows_its_photograph(browser, demo_sweep, demo_sweep_url):
+    "The tiny Qwen2.5-VL of the session's sweep: its page shows the photograph it saw beside its generated text."
+    model = f"{DEMO}/tiny-qwen2.5-vl"
+    pg = folder_page(browser, demo_sweep_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+    assert pg.locator("#notes").inner_text().strip(), "the device's text"
     pair = df_pair(demo_sweep, model)
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/runs/{pair}/{model.replace('/', '--')}/input.png"]
     assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the photograph it saw"]

@@ -220,7 +220,7 @@ def test_a_state_space_model_runs_with_the_closest_settings(tmp_path):
 
 def test_time_limit_is_fail_other_and_kills_the_ranks(local_models, tmp_path):
     out = tmp_path / "slow"
-    row = papermill(out, str(local_models / "deep"), time_limit=3)   # the 2-layer Llama can finish in 3 s on a fast hour
+    row = papermill(out, str(local_models / "deep"), time_limit=10)   # room for the 200 layers' warm-up on a loaded machine, none for their compile
     check_row(row)
     assert row["result"] == "FAIL(other)" and "s exceeded: ranks killed" in row["error"], row["error"][:300]
     time.sleep(1)

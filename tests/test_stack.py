@@ -1,5 +1,5 @@
 "The `neuron-support` command as a user runs it: a real process, its output and its exit status."
-import json, os, subprocess, sys
+import importlib.metadata, json, os, subprocess, sys
 
 import pytest
 
@@ -15,7 +15,7 @@ def test_stack_json_on_this_machine():
     rec = json.loads(out.stdout)
     assert (rec["device"], rec["backend"], rec["process_group"]) == ("cpu", "aot_eager", "gloo")
     import torch, transformers
-    assert rec["torch"] == torch.__version__ and rec["transformers"] == transformers.__version__
+    assert rec["torch"] == importlib.metadata.version("torch") and rec["transformers"] == transformers.__version__   # the distribution's version (no local tag, "+cu130")
     assert rec["neuronx_cc"] == rec["torch_neuronx"] == rec["nki"] == rec["neuron_driver"] == ""
     assert rec["compiler_key"] == f"cpu-aot_eager-torch{torch.__version__.split('+')[0]}"
     assert rec["library_key"] == f"transformers-{transformers.__version__}"
