@@ -102,7 +102,7 @@ def fresh_compile_caches(folder: Path):
 
 def run_harness(folder: Path, stack, run_dir: Path, time_limit: float) -> dict:
     "The project's own run: plan, rendered run.py in a fresh process, CPU check; its figures."
-    from neuron_support.libraries import make_plan
+    from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
     plan = make_plan(str(folder), None, stack, min_new_tokens=32)  # full-length outputs, as the floor's: random weights may emit EOS
     start = time.perf_counter()

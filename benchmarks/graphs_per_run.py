@@ -12,7 +12,7 @@ CHILD = r'''
 import json, sys, time, torch, transformers
 from torch._dynamo.utils import counters
 from neuron_support.core import compile_forward
-from neuron_support.transformers_runs import generation_config, cache_length, pad_to, prompt_inputs
+from neuron_support.libraries.transformers.text import generation_config, cache_length, pad_to, prompt_inputs
 a = json.loads(sys.argv[1]); torch.set_num_threads(2)
 tok = transformers.AutoTokenizer.from_pretrained(a["path"])
 model = transformers.AutoModelForCausalLM.from_pretrained(a["path"], dtype=torch.bfloat16).eval()

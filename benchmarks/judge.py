@@ -29,8 +29,7 @@ from pathlib import Path
 import torch, transformers
 
 from neuron_support.demo import SMOLLM2_ID, build_demo
-from neuron_support.checks import (JUDGE_MAX_REPETITION, JUDGE_MAX_STRETCH_NLL, JUDGE_MAX_TOKENS_PER_WORD, JUDGE_MIN_ORDER_GAIN,
-                                       judge_english, load_judge)
+from neuron_support.libraries.transformers.checks import (JUDGE_MAX_REPETITION, JUDGE_MAX_STRETCH_NLL, JUDGE_MAX_TOKENS_PER_WORD, JUDGE_MIN_ORDER_GAIN, judge_english, load_judge)
 
 CORPUS = Path(__file__).with_name("judge_corpus.json")
 GENERATED = ("random model", "random model, 8 tokens", "damaged SmolLM2", "random tokens", "fluent then garbage")

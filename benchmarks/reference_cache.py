@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import torch, transformers
 
-from neuron_support.checks import encoder_reference, generation_reference
+from neuron_support.libraries.transformers.checks import encoder_reference, generation_reference
 from neuron_support.demo import MINILM_ID, SMOLLM2_ID, build_demo
 
 

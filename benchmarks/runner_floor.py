@@ -23,7 +23,7 @@ import json, sys, time
 t0 = time.time()
 import torch, transformers
 from huggingface_hub import snapshot_download
-from neuron_support.transformers_vision_runs import photo
+from neuron_support.libraries.transformers.vision import photo
 spec = json.loads(sys.argv[1])
 path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
 cls = getattr(transformers, spec["head_class"])
@@ -48,7 +48,7 @@ import functools, json, sys, time
 t0 = time.time()
 import torch, transformers
 from huggingface_hub import snapshot_download
-from neuron_support.transformers_audio_runs import clip
+from neuron_support.libraries.transformers.audio import clip
 spec = json.loads(sys.argv[1])
 path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
 proc = transformers.AutoProcessor.from_pretrained(path)
@@ -76,7 +76,7 @@ FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FL
 RENDER = r'''
 import json, sys
 from pathlib import Path
-from neuron_support.libraries import make_plan, library_stack
+from neuron_support.registry import make_plan, library_stack
 from neuron_support.script import render_run_py
 stack = library_stack("transformers", "cpu")
 plan = make_plan(sys.argv[1], stack=stack)   # in a child: the Hub client reads HF_ENDPOINT when it is imported

@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
-           'JUDGE_MODEL', 'HUB_STATE', 'TASK_KINDS', 'ENCODER_HEADS', 'SKIP_FILES', 'PICKLE_FILES', 'RESULTS',
-           'encoder_task_kind', 'ignored_files', 'failure']
+           'JUDGE_MODEL', 'TASK_KINDS', 'ENCODER_HEADS', 'encoder_task_kind']
 
 # %% ../nbs/03_facts.ipynb #ea6d1a5b
 PROMPT = "The future of AI is"

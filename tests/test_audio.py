@@ -29,7 +29,7 @@ def test_the_demo_sweep_of_the_audio_models(tmp_path, demo_hub, demo_sweep_of_li
         row = table.loc[model]
         assert (row.runner, row.task, row.neuron_cores, row.result, row.check) == (runner, task, 1, "PASS", "cpu"), row[["result", "notes", "error"]]
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
-        assert "transformers_audio_runs" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
+        assert "libraries.transformers.audio" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
         folder = run_folder(out, PAIR, model)
         assert json.loads((folder / "outcome.json").read_text())["images"] == ["waveform.png", "input.wav"]
         assert (folder / "input.wav").read_bytes()[:4] == b"RIFF" and len((folder / "input.wav").read_bytes()) == 93832

@@ -9,8 +9,8 @@ import torch
 import transformers
 
 from neuron_support.facts import encoder_task_kind
-from neuron_support.checks import (NEAR_TIE_NATS, check_encoder, compare_generation, encoder_reference, generation_reference,
-                                   judge_english, load_judge, load_reference, near_tie, reference_file, save_reference)
+from neuron_support.checks import NEAR_TIE_NATS, load_reference, near_tie, reference_file, save_reference
+from neuron_support.libraries.transformers.checks import (check_encoder, compare_generation, encoder_reference, generation_reference, judge_english, load_judge)
 from neuron_support.script import CARRIED_CORE, carried_modules, module_text
 from neuron_support.publish import error_signature
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest, torch, transformers
 
-from neuron_support.libraries import libraries
+from neuron_support.registry import libraries
 from neuron_support.demo import build_demo, folder_digest, package_folder
 
 ORG = "neuron-support-demo"

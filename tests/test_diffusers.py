@@ -63,7 +63,7 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub, demo_sweep_of_libraries
 
 def test_the_picture_check_fails_on_damaged_weights(tmp_path):
     "The test hook `perturb` damages the denoiser's weights on the device: the picture falls far below bf16's PSNR, the row says N."
-    from neuron_support.libraries import make_plan
+    from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
     folder = build_demo() / "models" / ORG / "tiny-sd3"
     plan = make_plan(str(folder), stack=DF)

@@ -1,28 +1,46 @@
 """The shape of the package: run.py is whole modules, the modules import each other without a cycle and at their top,
 and the processes that only plan, select or watch a run never start the stack (torch, a library's models)."""
-import ast, importlib.util, json, subprocess, sys
+import ast, importlib.util, json, re, subprocess, sys
 from pathlib import Path
 
 import pytest
 
 from neuron_support.script import CARRIED_CORE, ENTRY, carried_modules, module_text
+from neuron_support.registry import libraries
 
 PACKAGE = Path(importlib.util.find_spec("neuron_support").origin).parent
-MODULES = {p.stem: ast.parse(p.read_text()) for p in sorted(PACKAGE.glob("*.py")) if p.stem not in ("__init__", "_modidx")}
+MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text())
+           for p in sorted(PACKAGE.rglob("*.py")) if p.stem not in ("__init__", "_modidx")} # dotted name below the package -> its tree
+PACKAGES = {".".join(p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob("__init__.py")} - {""} # the subpackages, e.g. "libraries.transformers"
 
 
-def own_imports(tree) -> list:  # [(module imported, the node)], the package's modules only
-    "The package's modules a module imports, relative (`from .plan import`) or absolute (`from neuron_support.plan import`)."
+def absolute(node, module:str) -> str:
+    "The dotted name (below the package) a `from` import of `module` reads from; relative levels resolved."
+    if node.level == 0: return node.module.removeprefix("neuron_support").lstrip(".") if node.module else ""
+    parts = module.split(".")[:-1]   # the module's own package
+    parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def own_imports(tree, module:str="") -> list:  # [(module imported, the node)], the package's modules only
+    "The package's modules a module imports, relative (`from ..plan import`) or absolute (`from neuron_support.plan import`), by dotted name."
     found = []
     for n in ast.walk(tree):
         if isinstance(n, ast.ImportFrom):
-            if n.level == 1 and n.module: found.append((n.module.split(".")[0], n))
-            elif n.level == 1: found += [(a.name, n) for a in n.names]
-            elif n.module and n.module.startswith("neuron_support."): found.append((n.module.split(".")[1], n))
-            elif n.module == "neuron_support": found += [(a.name, n) for a in n.names]
+            if n.level == 0 and not (n.module or "").startswith("neuron_support"): continue
+            base = absolute(n, module)
+            if base in MODULES: found.append((base, n))
+            else: found += [(f"{base}.{a.name}".lstrip("."), n) for a in n.names if f"{base}.{a.name}".lstrip(".") in MODULES or f"{base}.{a.name}".lstrip(".") in PACKAGES]
         elif isinstance(n, ast.Import):
-            found += [(a.name.split(".")[1], n) for a in n.names if a.name.startswith("neuron_support.")]
+            found += [(a.name.removeprefix("neuron_support."), n) for a in n.names if a.name.startswith("neuron_support.")]
     return found
+
+
+def test_imports_resolve_to_the_modules_they_name():
+    "The resolver the tests below rely on: a library's relative imports reach the shared modules and its own, by their dotted names."
+    tree = ast.parse("from ...core import timed\nfrom .checks import check_encoder\nfrom ...checks import near_tie\nfrom neuron_support.libraries.transformers import load\n")
+    assert [m for m, _ in own_imports(tree, "libraries.transformers.text")] == ["core", "libraries.transformers.checks", "checks", "libraries.transformers.load"]
+    assert [m for m, _ in own_imports(ast.parse("from .plan import Plan\nfrom .stack import x\n"), "registry")] == ["plan", "stack"]
 
 
 def cycle(graph: dict) -> list:
@@ -47,7 +65,8 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_no_import_cycle_between_the_package_modules():
-    graph = {m: {name for name, _ in own_imports(t) if name in MODULES} - {m} for m, t in MODULES.items()}
+    graph = {m: {name for name, _ in own_imports(t, m) if name in MODULES} - {m} for m, t in MODULES.items()}
+    assert len(graph) > 30 and graph["libraries.transformers.text"] >= {"core", "libraries.transformers.load"}   # the nested modules are in it
     assert cycle(graph) == [], cycle(graph)
 
 
@@ -55,12 +74,12 @@ def test_project_imports_are_at_the_top_outside_the_cli():
     "Only the CLI defers the import of the package's modules (per subcommand); every other module imports them at its top."
     inner = [f"{m}.py:{n.lineno}" for m, t in MODULES.items() if m != "cli"
              for f in ast.walk(t) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-             for name, n in own_imports(f)]
+             for name, n in own_imports(f, m)]
     assert inner == []
 
 
 def test_no_star_import_no_registration_by_mutation_no_fcntl():
-    text = {m: (PACKAGE / f"{m}.py").read_text() for m in MODULES}
+    text = {m: (PACKAGE / f"{m.replace('.', '/')}.py").read_text() for m in MODULES}
     assert [m for m, t in text.items() if "import *" in t] == []
     assert [m for m, t in text.items() if "RUNNERS.update(" in t or "CHECKS.update(" in t] == []
     assert [m for m, t in text.items() if "fcntl" in t] == []
@@ -78,8 +97,10 @@ def test_run_py_is_the_carried_modules_verbatim(library, runner):
     for module in carried:
         text = Path(importlib.util.find_spec(module).origin).read_text()
         tree = ast.parse(text)
-        left_out = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1]
-        assert all(n.module in {c.rsplit(".", 1)[-1] for c in carried} for n in left_out), module
+        name = module.removeprefix("neuron_support.")
+        own = [n for n in tree.body if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("neuron_support"))]
+        left_out = [n for n in own if "neuron_support." + absolute(n, name) in carried]
+        assert left_out == own, f"{module} imports a module of the package that run.py does not carry"
         lines = text.splitlines(True)
         kept = "".join(l for i, l in enumerate(lines, 1) if not any(n.lineno <= i <= n.end_lineno for n in left_out))
         assert code.find(kept, at) == at, module   # in order, whole, where the previous one ended
@@ -91,8 +112,9 @@ KERNEL_IMPORTS = """import sys
 from neuron_support.stack import detect_stack, stack_record, format_record, pair_key, write_atomic, utc_now
 from neuron_support.facts import MAX_CORES, MAX_NEW_TOKENS, PROMPT, JUDGE_MODEL
 from neuron_support.plan import plan_record
-from neuron_support.libraries import make_plan, library_stack
-from neuron_support.script import render_run_py, execute_plan, make_row, DEFAULT_TIME_LIMIT, OUTCOME_FILE
+from neuron_support.registry import make_plan, library_stack
+from neuron_support.script import render_run_py, execute_plan, make_row, DEFAULT_TIME_LIMIT
+from neuron_support.publish import OUTCOME_FILE
 import neuron_support.cli, neuron_support.select, neuron_support.sweep, neuron_support.publish, neuron_support.architectures
 heavy = [m for m in sys.modules if m.split(".")[0] in ("torch", "sentence_transformers", "diffusers")
          or m.startswith("transformers.models.") or m == "transformers.modeling_utils"]
@@ -122,7 +144,7 @@ def test_the_run_notebook_imports_what_the_test_imports():
 def test_planning_a_model_never_starts_the_stack(demo_catalog):
     "`make_plan` of a checkpoint that fits one core (what the CLI and the kernel each do first) reads configs and headers only."
     folder = demo_catalog / "models" / "neuron-support-demo" / "tiny-llama"
-    code = ("import json, sys\nfrom neuron_support.stack import detect_stack\nfrom neuron_support.libraries import make_plan\n"
+    code = ("import json, sys\nfrom neuron_support.stack import detect_stack\nfrom neuron_support.registry import make_plan\n"
             f"plan = make_plan({str(folder)!r}, stack=detect_stack('cpu', found={{}}))\n"
             "print(json.dumps([plan.runner, plan.cores, 'torch' in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -149,16 +171,157 @@ def test_the_definition_counter_counts():
     assert definitions_per_export_cell(nb) == [3]   # a method inside its class is the class's
 
 
-@pytest.mark.parametrize("notebook", sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb")))
+@pytest.mark.parametrize("notebook", sorted(str(p.relative_to(NOTEBOOKS)) for p in NOTEBOOKS.rglob("[0-9]*.ipynb")))
 def test_one_definition_per_export_cell(notebook):
     "Each export cell holds one function or class (issue 27, item 4): a step, then its prose, example and test."
     counts = definitions_per_export_cell(NOTEBOOKS / notebook)
     assert max(counts, default=0) <= 1, f"{notebook}: export cells with several definitions: {[n for n in counts if n > 1]}"
 
 
-@pytest.mark.parametrize("notebook", sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb")))
+@pytest.mark.parametrize("notebook", sorted(str(p.relative_to(NOTEBOOKS)) for p in NOTEBOOKS.rglob("[0-9]*.ipynb")))
 def test_every_notebook_is_committed_executed(notebook):
     "A reader sees what the examples print: every notebook with code has outputs."
     cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
     code = [c for c in cells if c["cell_type"] == "code" and not "".join(c["source"]).lstrip().startswith(("#| export", "#| hide", "#| default_exp"))]
     assert not code or any(c.get("outputs") for c in code), f"{notebook} is committed unexecuted"
+
+
+def folder_of(lib) -> str:
+    "A library's folder, as a dotted name below the package (e.g. libraries.transformers): where the module its runs carry last lives."
+    return lib.carried_for(None)[-1].removeprefix("neuron_support.").rsplit(".", 1)[0]
+
+
+def runners_of(lib) -> set:
+    "A library's runner names: the keys of the RUNNERS its carried modules declare, read from their source (no torch), and those its Library names."
+    names = set(lib.runner_modules) | set(lib.one_core)
+    for modules in {lib.carried_for(None), *(lib.carried_for(r) for r in lib.runner_modules)}:
+        for n in MODULES[modules[-1].removeprefix("neuron_support.")].body:
+            if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["RUNNERS"] and isinstance(n.value, ast.Dict):
+                names |= {k.value for k in n.value.keys if isinstance(k, ast.Constant)}
+    return names
+
+
+DATA = {"demo": "the demo catalog: checkpoints of every library, each with the runner its plan is expected to choose (the tests' and `make demo`'s expectations)",
+        "publish.synthetic_row": "a synthetic row of a transformers pair: the table's data, a `runner` column's value",
+        "app.demo_rows": "the app's synthetic sweeps: rows of transformers pairs, their `runner` column's values"} # where a runner's name is data, not a decision: module, or module.function
+
+
+def named_runners(tree, module:str, runners:set) -> list:
+    "The runner names a module's strings hold, outside the functions (or the module) that DATA says hold data."
+    import re
+    if module in DATA: return []
+    skip = {id(c) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f"{module}.{f.name}" in DATA for c in ast.walk(f)}
+    return [r for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip
+            for r in sorted(runners) if re.search(rf"\b{r}\b", n.value)]
+
+
+def strangers(lib) -> list:
+    """The modules outside a library's folder that import a module of it or name one of its runners in a string, as
+    "module: what". The registry lists the libraries (its one line each); a library built on another may use that one's folder."""
+    folder, runners = folder_of(lib), runners_of(lib)
+    friends = {folder_of(l) for l in libraries().values() if lib.name in l.builds_on}
+    found = []
+    for m, tree in MODULES.items():
+        if m == "registry" or m.startswith(folder + ".") or any(m.startswith(f + ".") for f in friends): continue
+        found += [f"{m}: imports {name}" for name, _ in own_imports(tree, m) if name == folder or name.startswith(folder + ".")]
+        found += [f"{m}: names {r!r}" for r in named_runners(tree, m, runners)]
+    return found
+
+
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
+def test_no_module_outside_a_library_folder_imports_it_or_names_its_runners(library):
+    """Issue 43: a folder per library, and a shared core that names no library. The registry is the one module that lists
+    them; sentence-transformers, built on transformers, reads transformers' table of model types."""
+    lib = libraries()[library]
+    assert len(runners_of(lib)) >= {"transformers": 10, "sentence-transformers": 2, "diffusers": 1}[library]   # the runner names were found
+    assert strangers(lib) == []
+
+
+def test_the_stranger_check_can_fail(tmp_path, monkeypatch):
+    "A shared module that imports transformers' folder, or names its runner, is caught."
+    lib = libraries()["transformers"]
+    monkeypatch.setitem(MODULES, "plan", ast.parse('from .libraries.transformers.text import RUNNERS\nWHY = {"run_encoder": "one core"}\n'))
+    assert strangers(lib) == ["plan: imports libraries.transformers.text", "plan: names 'run_encoder'"]
+    monkeypatch.setitem(MODULES, "plan", ast.parse('def synthetic_row(): return "run_dense"\n'))
+    assert strangers(lib) == ["plan: names 'run_dense'"]   # data only where DATA says so
+
+
+TRANSFORMERS_CHECKS = ("generation_reference", "compare_generation", "judge_english", "check_encoder", "encoder_reference", "token_nlls")
+
+
+@pytest.mark.parametrize("library", ["sentence-transformers", "diffusers"])
+def test_other_libraries_run_py_carry_none_of_transformers_checks(library):
+    "A sentence-transformers or diffusers run.py carries the shared checks only: none of transformers' generation, judge or encoder checks."
+    code = module_text(library)
+    assert [f for f in TRANSFORMERS_CHECKS if re.search(rf"^def {f}\(", code, re.M)] == []
+    assert re.search(r"^def near_tie\(", code, re.M)   # the shared rules are there
+    assert [f for f in TRANSFORMERS_CHECKS if re.search(rf"^def {f}\(", module_text("transformers"), re.M)] == list(TRANSFORMERS_CHECKS)   # and the check can fail
+
+
+# ---- the public surface (issue 43, item 5): `__all__` is what a script, the CLI, the app and a library use ----------------
+
+REPO = NOTEBOOKS.parent
+CONTRACT = {"library": {"LIBRARY"}, "carried": {"RUNNERS", "CHECKS"}, "builder": {"build_child"}} # what the registry, run.py and the architecture table read from a library's modules by name
+
+
+def imported_names(tree, module:str="") -> dict:
+    "{package module: names imported from it} for the `from` imports of `tree` (read in `module`) that name the package's modules."
+    names = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("neuron_support")):
+            base = absolute(n, module)
+            if base in MODULES: names.setdefault(base, set()).update(a.name for a in n.names)
+    return names
+
+
+def script_trees() -> list:  # [(tree, module it is read in, or "")]
+    "What a script runs: the run notebook's code, the Space's app.py, the CLI; and the README's examples."
+    run = json.loads((NOTEBOOKS / "run.ipynb").read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in run if c["cell_type"] == "code")
+    readme = "\n".join(re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S))
+    return [(ast.parse(code), ""), (ast.parse((REPO / "app.py").read_text()), ""), (ast.parse(readme), ""), (MODULES["cli"], "cli")]
+
+
+def public_surface() -> dict:
+    "{module: the names it should export}: a script's imports, the CLI's `main`, what a library's folder imports from outside itself, and the names the project reads from a library's modules."
+    surface = {"cli": {"main"}}
+    def add(found):
+        for m, names in found.items(): surface.setdefault(m, set()).update(names)
+    for tree, module in script_trees(): add(imported_names(tree, module))
+    for m, tree in MODULES.items():
+        if m.startswith("libraries."):
+            folder = m.rsplit(".", 1)[0]
+            add({k: v for k, v in imported_names(tree, m).items() if not k.startswith(folder + ".")})
+    for lib in libraries().values():
+        add({lib.carried_for(None)[-1].removeprefix("neuron_support.").rsplit(".", 1)[0] + ".library": CONTRACT["library"]})
+        add({c.removeprefix("neuron_support."): CONTRACT["carried"] for r in [None, *lib.runner_modules] for c in lib.carried_for(r)
+             if c.removeprefix("neuron_support.").startswith("libraries.") and "RUNNERS" in {getattr(t, "id", "") for n in MODULES[c.removeprefix("neuron_support.")].body if isinstance(n, ast.Assign) for t in n.targets}})
+        if lib.builder: add({lib.builder.removeprefix("neuron_support."): CONTRACT["builder"]})
+    return surface
+
+
+def exported(module:str) -> set:
+    "The names in a module's `__all__`, read from its source."
+    for n in MODULES[module].body:
+        if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["__all__"]: return set(ast.literal_eval(n.value))
+    return set()
+
+
+def test_every_modules_all_is_its_public_surface():
+    "A helper leaves `__all__` (`#| exporti`): each module exports what a script, the CLI, the app or a library uses, and nothing else."
+    surface = public_surface()
+    assert {"make_plan", "libraries"} <= surface["registry"] and "Library" in surface["library"] and "LIBRARY" in surface["libraries.diffusers.library"]
+    wrong = {m: {"helpers exported": sorted(exported(m) - surface.get(m, set())), "used but not exported": sorted(surface.get(m, set()) - exported(m))}
+             for m in MODULES if exported(m) != surface.get(m, set())}
+    assert wrong == {}, wrong
+
+
+def test_the_readme_lists_what_a_script_may_import():
+    "The README's short list is the script's part of the surface: the names a script, the CLI and the app import, module by module."
+    text = (REPO / "README.md").read_text()
+    listed = {m: set(re.findall(r"`(\w+)`", names)) for m, names in re.findall(r"^- `neuron_support\.([\w.]+)`: (.*)$", text, re.M)}
+    script = {}
+    for tree, module in script_trees():
+        for m, names in imported_names(tree, module).items(): script.setdefault(m, set()).update(names)
+    script.setdefault("cli", set()).add("main")
+    assert listed == script

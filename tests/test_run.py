@@ -12,9 +12,10 @@ from safetensors.torch import load_file
 from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, MambaConfig, MambaForCausalLM,
                           T5GemmaConfig, T5GemmaForConditionalGeneration, T5GemmaModuleConfig)
 
-from neuron_support import core, transformers_runs
+from neuron_support import core
+from neuron_support.libraries.transformers import text as transformers_runs
 from neuron_support.core import free_port
-from neuron_support.libraries import make_plan
+from neuron_support.registry import make_plan
 from neuron_support.script import render_run_py, module_text, plan_dict
 from neuron_support.publish import COLUMNS
 from neuron_support.stack import detect_stack, GiB

@@ -229,9 +229,9 @@ def test_listing_plan_is_make_plan(select_hub, select_catalog, tmp_path):
 import json
 from dataclasses import asdict
 from huggingface_hub import HfApi
-from neuron_support.libraries import make_plan
+from neuron_support.registry import make_plan
 from neuron_support.select import listing_plan, EXPAND
-from neuron_support.lib_transformers import TASKS, transformers_exclusion as exclusion
+from neuron_support.libraries.transformers.library import TASKS, transformers_exclusion as exclusion
 from neuron_support.stack import detect_stack
 stack, api, bad, n, pickled = detect_stack("cpu", found={}), HfApi(), [], 0, None
 for t in TASKS:

@@ -31,7 +31,7 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
                             "run_zero_shot_image": "zero-shot-image-classification"}[runner]
-        assert "transformers_vision_runs" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
+        assert "libraries.transformers.vision" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
         folder = run_folder(out, PAIR, model)
         assert json.loads((folder / "outcome.json").read_text())["images"] == ["input.png"]
         outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
@@ -78,7 +78,7 @@ def test_the_demo_sweep_of_the_vision_language_models(tmp_path, demo_hub, demo_s
         assert (row.runner, row.neuron_cores, row.result, row.check, row.task) == ("run_multimodal", 1, "PASS", "cpu", "image-text-to-text"), row[["result", "notes", "error"]]
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         header = row.run_py.split("\nPLAN = ")[0]
-        assert "photo, transformers_generation, transformers_multimodal_runs" in header and "def run_dense(" not in row.run_py, header
+        assert "photo, libraries.transformers.load, libraries.transformers.checks, libraries.transformers.generation, libraries.transformers.multimodal" in header and "def run_dense(" not in row.run_py, header
         folder = run_folder(out, PAIR, model)
         outcome = json.loads((folder / "outcome.json").read_text())
         assert outcome["images"] == ["input.png"] and outcome["details"]["image tokens in the prompt"] == 64, outcome.get("details")
