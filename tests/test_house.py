@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_support.script import CARRIED_CORE, ENTRY, carried_modules, module_text
+from neuron_support.script import CARRIED_CORE, ENTRY, carried_modules, module_text, imported_module
 from neuron_support.registry import libraries
 
 PACKAGE = Path(importlib.util.find_spec("neuron_support").origin).parent
@@ -15,11 +15,13 @@ PACKAGES = {".".join(p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob
 
 
 def absolute(node, module:str) -> str:
-    "The dotted name (below the package) a `from` import of `module` reads from; relative levels resolved."
-    if node.level == 0: return node.module.removeprefix("neuron_support").lstrip(".") if node.module else ""
-    parts = module.split(".")[:-1]   # the module's own package
-    parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
-    return ".".join(parts + ([node.module] if node.module else []))
+    "The dotted name (below the package) a `from` import of `module` reads from: `script.imported_module`'s answer, the resolver run.py's carried imports use."
+    return imported_module(node, ".".join(["neuron_support", *module.split(".")[:-1]])).removeprefix("neuron_support").lstrip(".")
+
+
+def assigned(module:str, name:str):
+    "The value a module's top level assigns to `name` (its syntax tree, read from the source: no import), or None."
+    return next((n.value for n in MODULES[module].body if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == [name]), None)
 
 
 def own_imports(tree, module:str="") -> list:  # [(module imported, the node)], the package's modules only
@@ -195,9 +197,8 @@ def runners_of(lib) -> set:
     "A library's runner names: the keys of the RUNNERS its carried modules declare, read from their source (no torch), and those its Library names."
     names = set(lib.runner_modules) | set(lib.one_core)
     for modules in {lib.carried_for(None), *(lib.carried_for(r) for r in lib.runner_modules)}:
-        for n in MODULES[modules[-1].removeprefix("neuron_support.")].body:
-            if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["RUNNERS"] and isinstance(n.value, ast.Dict):
-                names |= {k.value for k in n.value.keys if isinstance(k, ast.Constant)}
+        if isinstance(table := assigned(modules[-1].removeprefix("neuron_support."), "RUNNERS"), ast.Dict):
+            names |= {k.value for k in table.keys if isinstance(k, ast.Constant)}
     return names
 
 
@@ -293,18 +294,16 @@ def public_surface() -> dict:
             folder = m.rsplit(".", 1)[0]
             add({k: v for k, v in imported_names(tree, m).items() if not k.startswith(folder + ".")})
     for lib in libraries().values():
-        add({lib.carried_for(None)[-1].removeprefix("neuron_support.").rsplit(".", 1)[0] + ".library": CONTRACT["library"]})
-        add({c.removeprefix("neuron_support."): CONTRACT["carried"] for r in [None, *lib.runner_modules] for c in lib.carried_for(r)
-             if c.removeprefix("neuron_support.").startswith("libraries.") and "RUNNERS" in {getattr(t, "id", "") for n in MODULES[c.removeprefix("neuron_support.")].body if isinstance(n, ast.Assign) for t in n.targets}})
+        add({folder_of(lib) + ".library": CONTRACT["library"]})
+        carried = {c.removeprefix("neuron_support.") for r in [None, *lib.runner_modules] for c in lib.carried_for(r)}
+        add({m: CONTRACT["carried"] for m in carried if m.startswith("libraries.") and assigned(m, "RUNNERS") is not None})
         if lib.builder: add({lib.builder.removeprefix("neuron_support."): CONTRACT["builder"]})
     return surface
 
 
 def exported(module:str) -> set:
     "The names in a module's `__all__`, read from its source."
-    for n in MODULES[module].body:
-        if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["__all__"]: return set(ast.literal_eval(n.value))
-    return set()
+    return set(ast.literal_eval(names)) if (names := assigned(module, "__all__")) is not None else set()
 
 
 def test_every_modules_all_is_its_public_surface():
