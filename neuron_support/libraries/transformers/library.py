@@ -106,6 +106,11 @@ def audio_language(config:dict)->bool:
     return "audio_config" in config and "text_config" in config and "vision_config" not in config and not config.get("is_encoder_decoder")
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
+def causal_class(arch:str, model_type:str)->str:
+    "The class a causal LM loads with: `AutoModelForCausalLM`, or the declared class where that table does not route the config's type (a text config saved alone: `MllamaForCausalLM`)."
+    routed = model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or arch not in transformers_names()   # a custom class registered with the Auto class
+    return "AutoModelForCausalLM" if routed else arch
+
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
@@ -118,7 +123,7 @@ def choose_runner(config:dict, # the parsed config.json
         return ("", arch) if audio_language(config) else ("run_seq2seq", "AutoModelForSeq2SeqLM")   # an audio-language model: no runner (`unsupported` says why)
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
-        return ("run_dense_ep" if moe_ep_only else "run_dense"), "AutoModelForCausalLM"
+        return ("run_dense_ep" if moe_ep_only else "run_dense"), causal_class(arch, mt)
     if vision := vision_runner(arch, mt, config): return vision
     return "run_encoder", (arch if arch.endswith(tuple(ENCODER_HEADS)) and arch in transformers_names() else "AutoModel")
 

@@ -18,7 +18,7 @@ from .generation import cache_length, pad_to, prompt_inputs, generate_twice, che
 def run_dense(plan:dict, path:str, device:str, state:dict)->dict:
     "A causal LM: load, then compiled greedy generation from the prompt."
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-    model = load_model(transformers.AutoModelForCausalLM, path, plan, device)
+    model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)   # AutoModelForCausalLM, or a class it does not route
     res = generate_twice(model, prompt_inputs(tok, plan), plan, device, state, tok.pad_token_id or tok.eos_token_id)
     return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 

@@ -7,6 +7,7 @@ __all__ = ['build_child']
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #6320e449
 import inspect, json, re, sys, time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -19,6 +20,7 @@ from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPI
 from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
 
 from ...stack import write_atomic
+from ...photo import photo
 from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, image_chat_template, demo_dir)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
@@ -92,7 +94,7 @@ MAX_POSITIONS = 2048 # learned position tables are cut to this; a run's prompt a
 CAPPED = ("max_position_embeddings", "n_positions", "n_ctx")
 MAX_PARAMS = 30_000_000 # a "tiny" checkpoint above this was not made tiny
 NOT_WIDTH = re.compile(r"image|patch|vocab|position|window|chunk|kernel|pool|max_|length|sample|bucket|codebook_size|num_|_ids?$|token|stride")
-LAYER_INDEX = re.compile(r"(feature_layers?|_layers?_(idx|ids|indices|indexes)|_layer_ids|_block_indexes|_block_ids|_indices|full_attn_idxs)$") # lists of layer indices
+LAYER_INDEX = re.compile(r"(feature_layers?|_layers?_(idx|ids|indices|indexes)|_layer_ids|_block_indexes|_block_ids|_indices|_attn_indexes|full_attn_idxs)$") # lists of layer indices
 LAYER_INDEX_INT = re.compile(r"(_attn_index|_layer_index|_layer_idx|_layer_id|layer_end_index)$") # one layer's index
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bb224200
@@ -110,6 +112,13 @@ OVERRIDES = {
     **dict.fromkeys(("gemma3", "shieldgemma2", "t5gemma2_encoder"), dict(mm_tokens_per_image=196)),  # its tower's default 14 x 14 patches, one token each (256 would pool 16 a side)
     **dict.fromkeys(("idefics3_vision", "smolvlm_vision"), dict(image_size=364, patch_size=14)),
     "aya_vision": dict(vision_config=dict(image_size=364)),
+    "kosmos_2_5_vision_model": dict(patch_embed_hidden_size=768),   # a patch's pixels (16 x 16 x 3), which its projection takes: not a width
+    "deepseek_ocr2_sam_vision_model": lambda s: dict(downsample_channels=[128 * s, 64 * s]),   # its last channels are the encoder's width (896, its default's)
+    "florence_vision": dict(embed_dim=[32, 32, 64, 64], num_heads=[2, 2, 4, 4], num_groups=[2, 2, 4, 4], depths=[1, 1, 1, 1]),   # DaViT's widths, heads and depths per stage
+    "janus_vision_model": lambda s: dict(projection_dim=64 * s),   # the aligner's width
+    "janus_vqgan": lambda s: dict(num_embeddings=256, projection_dim=64 * s, image_token_embed_dim=64 * s, base_channels=32 * s, latent_channels=64 * s),
+    # the image codebook and its head (16,384 codes x 2,048), the VQ encoder's convolutions (128 channels, up to 512; 32 is the least its group norm takes)
+    "diffusion_gemma_text": lambda s: dict(num_experts=4, top_k_experts=2, moe_intermediate_size=32 * s),   # every layer has experts; its class leaves their count unset
     # what a type's config class leaves unset and its checkpoints all set (its model reads it unconditionally):
     "deepseek_ocr2_text": dict(mlp_layer_types=["dense", "sparse"]),   # one dense layer and one of experts
     "granite4_vision": dict(deepstack_layer_map=[[0, 0], [1, 1]]),   # each vision layer's features injected into one text layer
@@ -146,8 +155,8 @@ def relative(v:int, # a size that follows the head size
              old:int, new:int, # the head size, before and after
              least:int=2, # its smallest value
             )->int:
-    "`v` at the new head size: its ratio to the head kept, an even number, at least `least`."
-    return max(least, round(v * new / old / 2) * 2)
+    "`v` at the new head size: its ratio to the head kept, an even number, at least `least`; 0 stays 0 (a head with no rotary part: GLM-5's sparse layers)."
+    return 0 if v == 0 else max(least, round(v * new / old / 2) * 2)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #763f0e68
 def tree_widths(d:dict, scale:int=1)->dict: # {old width: the tiny width}
@@ -199,13 +208,23 @@ def kept_expert_choice(d:dict)->dict:
     return d
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #40afde46
+MERGES = (4, 9, 16) # a vision merger's blocks (2 x 2, 3 x 3, 4 x 4 patches): a hidden size that many times a width is that width's patches, concatenated
+
+def merged_width(v:int, widths:dict, scale:int)->int:
+    "A hidden size at the tiny width: the tiny width of the tree's width it is, or of the width it is a merger's multiple of (Muse Spark's 4 x 1536), else the tiny width."
+    if v in widths: return widths[v]
+    return next((widths[w] * (v // w) for w in widths if v % w == 0 and v // w in MERGES), 64 * scale)
+
 def kept_widths(d:dict, widths:dict, scale:int)->dict:
-    "The width-like fields of `d` that are not size keys: the tiny width where they are one of the tree's widths, or a hidden size."
+    "The width-like fields of `d` that are not size keys: the tiny width where they are one of the tree's widths (in a list of channels too), or a hidden size (a square multiple of a width keeps its multiple)."
     tiny = sizes(scale)
     for k, v in list(d.items()):
         if k in tiny or not isinstance(v, int) or isinstance(v, bool): continue
-        if re.search(r"(^|_)hidden_size$", k) and v >= 128: d[k] = 64 * scale
+        if re.search(r"(^|_)hidden_size$", k) and v >= 128: d[k] = merged_width(v, widths, scale)
         elif v in widths and not NOT_WIDTH.search(k) and re.search(r"hidden|embed|dim|width|_size$|channels", k): d[k] = widths[v]
+    for k, v in list(d.items()):   # a list of widths (SAM's downsampling channels, whose last is the next tower's width): each of the tree's widths in it made tiny
+        if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v) and re.search(r"channels|dims?$", k) and set(v) & set(widths):
+            d[k] = [widths.get(x, x) for x in v]
     return d
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7c606a49
@@ -242,6 +261,7 @@ def shrink(d:dict, # a config as config.json holds it
         if d.get(k) is not None: d[k] = None
     if vocab:  # the tokenizer's ids where the config names them (an encoder-decoder's start token too), its size where it has one
         d.update({k: v for k, v in vocab.items() if k in d or k == "decoder_start_token_id" and d.get("is_encoder_decoder")})
+        if isinstance(d.get("unpadded_vocab_size"), int) and "vocab_size" in vocab: d["unpadded_vocab_size"] = vocab["vocab_size"]   # Inkling 2's rows before padding: the tokenizer's all
     for k, v in list(d.items()):
         if isinstance(v, dict) and "model_type" in v: d[k] = shrink(v, vocab, scale, widths)  # text_config, vision_config, encoder, decoder...
     o = OVERRIDES.get(d.get("model_type"), {})
@@ -297,11 +317,13 @@ TOKEN_KEY = re.compile(r"^(\w+_token)_(id|index)$") # a config key that names a 
 STANDARD_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token", "mask_token", "decoder_start_token") # the tokenizer's own
 CONVENTIONAL = {"image_token": "<image>", "video_token": "<video>", "audio_token": "<audio>"} # the texts processors hard-code for these (PaliGemma's `<image>`)
 PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr": "glm4v", "qwen2_5_omni_thinker": "qwen2_5_omni",
-                     "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3"}
+                     "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3",
+                     "fast_vlm": "llava", "glmga": "glm46v"}   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
-                    "pix2struct", "udop", "pp_formulanet", "pp_chart2table", "got_ocr2", "chameleon", "vision-encoder-decoder")
+                    "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1})} # a CLIP tower's class token, which the processor must count
-PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}", "qianfan_ocr": "<image>"}
+PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}", "qianfan_ocr": "<image>",
+                "pp_chart2table": "{image_token}" * 256}   # its processor leaves the image's 256 tokens to the chat template, as its checkpoints' template writes them
 TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its patch tokens
 ADDS_OWN_TOKENS = ("instructblip", "instructblipvideo", "blip-2")
 STARTS_WITH_BOS = ("fuyu",) # processors that drop the first token of their image's placeholders, taking it for the begin-of-text its tokenizer adds
@@ -345,7 +367,8 @@ def vision_fields(config:dict)->dict:
 def follow(part, # an image or video processor, at its defaults
            fields:dict, # `vision_fields`
           ):
-    "The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size, its image tokens."
+    "The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size, its image tokens; no timestamps drawn on frames."
+    if getattr(part, "draw_on_frames", False): part.draw_on_frames = False   # Ernie 4.5 VL's video processor needs the font file its checkpoints ship; a photograph has no frames to draw on
     args, have = {}, part.to_dict()
     for k in ("patch_size", "temporal_patch_size", "merge_size"):
         if k in fields and k in have: args[k] = {e: fields[k] for e in have[k]} if isinstance(have[k], dict) else fields[k]
@@ -359,6 +382,9 @@ def follow(part, # an image or video processor, at its defaults
     return part
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ed9c9417
+IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}} # what a type's checkpoints set on their image processor that no config field gives:
+# Florence-2's tokens of an image, the DaViT tower's 7 x 7 patches of 32 on its 224-pixel crop and one pooled token (577 at its checkpoints' 768)
+
 def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
     "Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video processors and feature extractor."
     parts, fields, source = {}, vision_fields(config), PROCESSOR_SOURCES.get(model_type, model_type)
@@ -366,31 +392,45 @@ def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
     for attr in pcls.get_attributes():
         if attr == "tokenizer": parts[attr] = tok
         elif "tokenizer" in attr: parts[attr] = wordpiece_tokenizer()
-        elif "image_processor" in attr: parts[attr] = follow(made(IMAGE_PROCESSOR_MAPPING_NAMES), fields)
+        elif "image_processor" in attr:
+            parts[attr] = follow(made(IMAGE_PROCESSOR_MAPPING_NAMES), fields)
+            for k, v in IMAGE_PART_OVERRIDES.get(model_type, {}).items(): setattr(parts[attr], k, v)
         elif "video_processor" in attr: parts[attr] = follow(made(VIDEO_PROCESSOR_MAPPING_NAMES), fields)
         elif "feature_extractor" in attr or "audio_processor" in attr: parts[attr] = made(FEATURE_EXTRACTOR_MAPPING_NAMES)
     return parts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #53cf113a
+def tower_patches(config:dict)->int|None:
+    "The patches of the config's vision tower on its image, one token each; None where the config does not say."
+    f = vision_fields(config)
+    return (f["image_size"] // f["patch_size"]) ** 2 if isinstance(f.get("image_size"), int) and isinstance(f.get("patch_size"), int) else None
+
+ONE_TOKEN_A_PATCH = ("deepseek_vl", "deepseek_vl_hybrid") # processors whose default count of image tokens is their checkpoints' tower's patches (DeepSeek-VL's 576: 24 x 24), not the tiny tower's
+
 def processor_args(pcls, config:dict, model_type:str="")->dict:
-    "The processor's own arguments: from the config by name or synonym, the tower's patches for an unset count of image tokens, then `PROCESSOR_OVERRIDES`."
+    "The processor's own arguments: from the config by name or synonym, the tower's patches for a count of image tokens unset (or `ONE_TOKEN_A_PATCH`'s), then `PROCESSOR_OVERRIDES`."
     params, flat = inspect.signature(pcls.__init__).parameters, {}
     def walk(c):
         for k, v in c.items():
             if isinstance(v, dict) and "model_type" in v: walk(v)
             elif k not in flat: flat[k] = v
     walk(config)
-    fields = vision_fields(config)
     for k, names in SYNONYMS.items():
         found = next((flat[n] for n in names if isinstance(flat.get(n), int)), None)
-        if found is None and params.get(k) is not None and params[k].default is None and {"image_size", "patch_size"} <= set(fields):
-            found = (fields["image_size"] // fields["patch_size"]) ** 2   # the tower's patches, one token each
+        follows = params.get(k) is not None and (params[k].default is None or model_type in ONE_TOKEN_A_PATCH)
+        if found is None and follows: found = tower_patches(config)
         if k in params and k not in flat and found: flat[k] = found
     own = {k: flat[k] for k in params if k in flat and k not in ("self", "chat_template") and not k.endswith(("processor", "tokenizer", "extractor"))}
     return {**own, **PROCESSOR_OVERRIDES.get(model_type, {})}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #833249af
 MISSING_TOKEN = re.compile(r"has no attribute '?(\w+)'?|missing required attribute '(\w+)'")
+ANGLE_TOKEN = re.compile(r"<[A-Za-z_|/]{2,40}>") # a token's text in angle brackets, as processors write an image's parts
+
+def image_expansion(proc, placeholder:str)->list:
+    "The ids the processor's own call makes of the image placeholder with the photograph: what stands for the image; [] where that call refuses."
+    try: return proc(images=photo(), text=placeholder, return_tensors="pt")["input_ids"][0].tolist()
+    except Exception: return []
 
 def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text})
     "The type's processor over SmolLM2's tokenizer, with every token the processor and the config name."
@@ -408,8 +448,14 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
         except KeyError as e:
             if not isinstance(e.args[0], str) or e.args[0] in plain: raise
             plain.append(e.args[0]); continue
+        own = {s: v for s in names if isinstance(v := getattr(proc, s, None), str) and v and v != names[s]
+               and isinstance(i := getattr(proc, f"{s}_id", None), int) and i != tok.convert_tokens_to_ids(v)}
+        if own: names.update(own); continue   # a token the processor writes as text of its own but counts by the tokenizer's id (Cohere Compass's `<|IMAGE_PAD|>`): named by its text
         unknown = [v for k, v in vars(proc).items() if k.endswith(("_token", "_tag")) and isinstance(v, str) and v and v not in plain
                    and v not in names.values() and tok.convert_tokens_to_ids(v) in (None, tok.unk_token_id)]
+        if not unknown:
+            written = ANGLE_TOKEN.findall(tok.decode(image_expansion(proc, image_placeholder(proc, names, model_type))))
+            unknown = [t for t in dict.fromkeys(written) if t not in plain and tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
         if not unknown: return proc, names
         plain += unknown
     raise RuntimeError(f"{pcls.__name__}: its tokens never settled")
@@ -434,6 +480,13 @@ def token_ids(proc, names:dict, model_type:str="", stems=())->dict:
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #84dd1918
+def repeated_image_token(proc, names:dict, model_type:str, ids:dict, cls)->dict:
+    "The config's image token as the token the processor repeats for the photograph, where the one it names is not there; {} otherwise."
+    expansion = image_expansion(proc, image_placeholder(proc, names, model_type))
+    (tid, n), = Counter(expansion).most_common(1) or [(None, 0)]
+    if n < 2 or ids.get("image_token_id", ids.get("image_token_index")) in expansion: return {}
+    return {"image_token_id": tid, "image_token_index": tid, getattr(cls, "attribute_map", {}).get("image_token_id", "image_token_id"): tid}   # Molmo2's is image_patch_id
+
 def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (processor, config keys it decides)
     "A vision-language model's processor, against its tiny config's shapes, and the ids its config takes from it."
     cls = config_class(model_type, cls_name)
@@ -441,7 +494,8 @@ def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (proc
     proc, names = multimodal_processor(model_type, shaped)
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
-    return proc, {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
+    ids = {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
+    return proc, {**ids, **repeated_image_token(proc, names, model_type, ids, cls)}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
 def audio_processor(model_type:str, dest:Path, ctc:bool):
@@ -488,7 +542,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "6" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "7" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
