@@ -111,6 +111,7 @@ def causal_class(arch:str, model_type:str)->str:
     routed = model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or arch not in transformers_names()   # a custom class registered with the Auto class
     return "AutoModelForCausalLM" if routed else arch
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #43cb48a4
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."

@@ -215,6 +215,7 @@ def merged_width(v:int, widths:dict, scale:int)->int:
     if v in widths: return widths[v]
     return next((widths[w] * (v // w) for w in widths if v % w == 0 and v // w in MERGES), 64 * scale)
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #cedc2013
 def kept_widths(d:dict, widths:dict, scale:int)->dict:
     "The width-like fields of `d` that are not size keys: the tiny width where they are one of the tree's widths (in a list of channels too), or a hidden size (a square multiple of a width keeps its multiple)."
     tiny = sizes(scale)
@@ -405,6 +406,7 @@ def tower_patches(config:dict)->int|None:
     f = vision_fields(config)
     return (f["image_size"] // f["patch_size"]) ** 2 if isinstance(f.get("image_size"), int) and isinstance(f.get("patch_size"), int) else None
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #93211ffb
 ONE_TOKEN_A_PATCH = ("deepseek_vl", "deepseek_vl_hybrid") # processors whose default count of image tokens is their checkpoints' tower's patches (DeepSeek-VL's 576: 24 x 24), not the tiny tower's
 
 def processor_args(pcls, config:dict, model_type:str="")->dict:
@@ -432,6 +434,7 @@ def image_expansion(proc, placeholder:str)->list:
     try: return proc(images=photo(), text=placeholder, return_tensors="pt")["input_ids"][0].tolist()
     except Exception: return []
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d7bc92a5
 def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text})
     "The type's processor over SmolLM2's tokenizer, with every token the processor and the config name."
     pcls = processor_class(model_type)
@@ -487,6 +490,7 @@ def repeated_image_token(proc, names:dict, model_type:str, ids:dict, cls)->dict:
     if n < 2 or ids.get("image_token_id", ids.get("image_token_index")) in expansion: return {}
     return {"image_token_id": tid, "image_token_index": tid, getattr(cls, "attribute_map", {}).get("image_token_id", "image_token_id"): tid}   # Molmo2's is image_patch_id
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #55369236
 def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (processor, config keys it decides)
     "A vision-language model's processor, against its tiny config's shapes, and the ids its config takes from it."
     cls = config_class(model_type, cls_name)
