@@ -6,7 +6,7 @@
 __all__ = ['build_child']
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #6320e449
-import inspect, json, re, sys, time
+import inspect, json, re, shutil, sys, time
 from collections import Counter
 from pathlib import Path
 
@@ -546,7 +546,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "7" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "8" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -567,6 +567,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     hook = broken().get(model_type, {}) if scale == 1 else {}
     stamp, version = dest / STAMP, f"{BUILD_VERSION} transformers-{transformers.__version__}" + (f" broken {json.dumps(hook)}" if hook else "")
     if stamp.is_file() and (done := json.loads(stamp.read_text())).get("version") == version: return done
+    shutil.rmtree(dest, ignore_errors=True)   # an older build's files (a chat template since dropped) would outlive it and be read with the new ones
     model_cls = getattr(transformers, cls_name)
     try:
         proc, ids = reader(group, model_type, cls_name, dest, scale)
