@@ -64,19 +64,27 @@ def entry_columns(entry:dict, stack:Stack)->dict:
     "The columns of an architecture's row that its manifest entry and the stack give."
     return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"), **stack_columns(stack)}
 
+# %% ../nbs/24_architectures.ipynb #e0987119
+def built_since(folder, # a checkpoint's folder
+                when, # a run's time (its row's tested_at)
+               )->bool:
+    "Whether a file of the checkpoint is newer than the run: the builder made it again since (the same sizes, so the same run.py, with another config or tokenizer)."
+    at = pd.Timestamp(when).tz_localize("UTC") if pd.Timestamp(when).tzinfo is None else pd.Timestamp(when)
+    return any(pd.Timestamp(p.stat().st_mtime, unit="s", tz="UTC") > at for p in Path(folder).iterdir() if p.is_file())
+
 # %% ../nbs/24_architectures.ipynb #649903bc
 def plan_entry(entry:dict, # a manifest entry
                stack:Stack, # the stack the runs use
                time_limit:float, # seconds a run gets
                old:dict, # {(model_type, class): row} of the pair's table
               )->tuple: # (SweepItem or None, a row or None): an item to sweep, or the row that says why there is none
-    "The sweep item of a built checkpoint (`skip` when its run.py is the one its row ran), or the SKIP or EXCLUDED row of one that cannot run."
+    "The sweep item of a built checkpoint (`skip` when its run.py is the one its row ran, on the checkpoint as it was then), or the SKIP or EXCLUDED row of one that cannot run."
     base = entry_columns(entry, stack)
     if "skip" in entry: return None, {**base, "result": "SKIP", "notes": entry["skip"], "tested_at": utc_now()}
     try: plan = make_plan(entry["folder"], None, stack, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except UsageError as e: return None, {**base, "result": "EXCLUDED", "notes": str(e)[:300], "tested_at": utc_now()}
     last = old.get((entry["model_type"], entry["class"]))
-    same = last is not None and isinstance(last.get("run_py"), str) and \
+    same = last is not None and isinstance(last.get("run_py"), str) and not built_since(entry["folder"], last["tested_at"]) and \
            script_identity(last["run_py"]) == script_identity(render_run_py(plan, stack, time_limit=time_limit))
     return SweepItem(entry["folder"], "skip" if same else "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes,
                      reason=f"run.py unchanged since its run of {last['tested_at']} ({last['result']})" if same else ""), None

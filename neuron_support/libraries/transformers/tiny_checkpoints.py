@@ -114,6 +114,8 @@ OVERRIDES = {
     "aya_vision": dict(vision_config=dict(image_size=364)),
     "kosmos_2_5_vision_model": dict(patch_embed_hidden_size=768),   # a patch's pixels (16 x 16 x 3), which its projection takes: not a width
     "deepseek_ocr2_sam_vision_model": lambda s: dict(downsample_channels=[128 * s, 64 * s]),   # its last channels are the encoder's width (896, its default's)
+    "gemma4_text": lambda s: dict(hidden_size_per_layer_input=16 * s),   # its per-layer embeddings' width (256)
+    "gemma4_unified_vision": lambda s: dict(mm_embed_dim=64 * s, output_proj_dims=64 * s),   # its patch embedding's and projection's widths (3840)
     "florence_vision": dict(embed_dim=[32, 32, 64, 64], num_heads=[2, 2, 4, 4], num_groups=[2, 2, 4, 4], depths=[1, 1, 1, 1]),   # DaViT's widths, heads and depths per stage
     "janus_vision_model": lambda s: dict(projection_dim=64 * s),   # the aligner's width
     "janus_vqgan": lambda s: dict(num_embeddings=256, projection_dim=64 * s, image_token_embed_dim=64 * s, base_channels=32 * s, latent_channels=64 * s),
@@ -262,7 +264,8 @@ def shrink(d:dict, # a config as config.json holds it
         if d.get(k) is not None: d[k] = None
     if vocab:  # the tokenizer's ids where the config names them (an encoder-decoder's start token too), its size where it has one
         d.update({k: v for k, v in vocab.items() if k in d or k == "decoder_start_token_id" and d.get("is_encoder_decoder")})
-        if isinstance(d.get("unpadded_vocab_size"), int) and "vocab_size" in vocab: d["unpadded_vocab_size"] = vocab["vocab_size"]   # Inkling 2's rows before padding: the tokenizer's all
+        for k in ("unpadded_vocab_size", "vocab_size_per_layer_input"):   # Inkling 2's rows before padding, Gemma 4's per-layer embeddings: the tokenizer's all
+            if isinstance(d.get(k), int) and "vocab_size" in vocab: d[k] = vocab["vocab_size"]
     for k, v in list(d.items()):
         if isinstance(v, dict) and "model_type" in v: d[k] = shrink(v, vocab, scale, widths)  # text_config, vision_config, encoder, decoder...
     o = OVERRIDES.get(d.get("model_type"), {})
@@ -281,10 +284,18 @@ def config_class(model_type:str, cls_name:str)->type:
     return getattr(getattr(transformers, cls_name), "config_class", None) or CONFIG_MAPPING[model_type]
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bf86b5d6
-def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, decoder:bool=False, scale:int=1):
-    "The defaults of the config class `cls_name` takes, shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."
+def config_defaults(cls, vision:bool=False)->dict:
+    "The config class's defaults; with `vision`, a vision sub-config it leaves unset at that sub-config's own defaults (Gemma 4 Unified's checkpoints all have the tower its image tokens need)."
+    d = cls().to_dict()
+    sub = (getattr(cls, "sub_configs", None) or {}).get("vision_config")
+    if vision and "vision_config" in d and d["vision_config"] is None and sub is not None: d["vision_config"] = sub().to_dict()
+    return d
+
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #df0cddfe
+def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, decoder:bool=False, scale:int=1, vision:bool=False):
+    "The defaults of the config class `cls_name` takes (`vision`: with a vision tower), shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."
     cls = config_class(model_type, cls_name)
-    d = shrink({k: v for k, v in cls().to_dict().items() if k not in ("transformers_version", "architectures")}, vocab, scale)
+    d = shrink({k: v for k, v in config_defaults(cls, vision).items() if k not in ("transformers_version", "architectures")}, vocab, scale)
     if decoder and "is_decoder" in d: d["is_decoder"] = True  # an encoder's causal-LM class (BertLMHeadModel) wants it, as its checkpoints have it
     return cls(**{**d, "architectures": [cls_name], **head_kwargs})
 
@@ -494,7 +505,7 @@ def repeated_image_token(proc, names:dict, model_type:str, ids:dict, cls)->dict:
 def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (processor, config keys it decides)
     "A vision-language model's processor, against its tiny config's shapes, and the ids its config takes from it."
     cls = config_class(model_type, cls_name)
-    shaped = cls(**shrink(cls().to_dict(), {}, scale)).to_dict()   # the tiny config's shapes, and what its class derives from them
+    shaped = cls(**shrink(config_defaults(cls, vision=True), {}, scale)).to_dict()   # the tiny config's shapes, and what its class derives from them
     proc, names = multimodal_processor(model_type, shaped)
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
@@ -546,7 +557,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "8" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "9" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -571,7 +582,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     model_cls = getattr(transformers, cls_name)
     try:
         proc, ids = reader(group, model_type, cls_name, dest, scale)
-        config = tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale)
+        config = tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal")
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())
         if n > MAX_PARAMS * scale ** 2: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
