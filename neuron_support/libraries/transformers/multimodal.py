@@ -16,9 +16,14 @@ from .generation import cache_length, pad_to, generate_twice, check_generation
 def image_text_inputs(proc, # the checkpoint's processor
                       plan:dict, # the run's plan: its prompt, and whether the checkpoint has a chat template
                      )->dict: # the processor's tensors: input_ids, attention_mask, pixel values and what else the family takes
-    "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both."
+    "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both (the prompt after the processor's image token where the call leaves the image out of the text)."
     prompt = plan["inputs"]["prompt"]
-    if not plan["inputs"]["chat"]: return dict(proc(images=photo(), text=prompt, return_tensors="pt"))
+    if not plan["inputs"]["chat"]:
+        enc = dict(proc(images=photo(), text=prompt, return_tensors="pt"))
+        token = getattr(proc, "image_token", None)
+        if isinstance(token, str) and token not in prompt and image_tokens(enc["input_ids"], proc) == 0:   # the processor left the image out of the text
+            enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))   # its users write its image token before their question (GOT-OCR 2)
+        return enc
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo()}, {"type": "text", "text": prompt}]}]
     return dict(proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"))
 
