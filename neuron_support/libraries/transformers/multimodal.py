@@ -15,26 +15,32 @@ from .generation import cache_length, pad_to, generate_twice, check_generation
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2ccb5fa3
 def image_text_inputs(proc, # the checkpoint's processor
                       plan:dict, # the run's plan: its prompt, and whether the checkpoint has a chat template
+                      config=None, # the model's config: the image token it counts, where it names one
                      )->dict: # the processor's tensors: input_ids, attention_mask, pixel values and what else the family takes
     "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both (the prompt after the processor's image token where the call leaves the image out of the text)."
     prompt = plan["inputs"]["prompt"]
     if not plan["inputs"]["chat"]:
         enc = dict(proc(images=photo(), text=prompt, return_tensors="pt"))
         token = getattr(proc, "image_token", None)
-        if isinstance(token, str) and token not in prompt and image_tokens(enc["input_ids"], proc) == 0:   # the processor left the image out of the text
+        if isinstance(token, str) and token not in prompt and config_image_token(config) is not None and image_tokens(enc["input_ids"], proc, config) == 0:   # the model counts image tokens, and the processor wrote none
             enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))   # its users write its image token before their question (GOT-OCR 2)
         return enc
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo()}, {"type": "text", "text": prompt}]}]
     return dict(proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"))
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #363e1b5b
+def config_image_token(config)->int|None:
+    "The image token the model's config names (its own or its text config's `image_token_id` or `image_token_index`), or None."
+    return next((getattr(c, k) for c in (config, getattr(config, "text_config", None)) if c is not None
+                 for k in ("image_token_id", "image_token_index") if isinstance(getattr(c, k, None), int)), None)
+
+# %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #d557edd4
 def image_tokens(input_ids:torch.Tensor, # the prompt's ids
                  proc, # the processor
                  config=None, # the model's config: the image token it counts, where it names one
                 )->int:
     "How many of the prompt's tokens stand for the image: the model's image token (its config's), else the processor's; 0 where the family has none."
-    tid = next((getattr(c, k) for c in (config, getattr(config, "text_config", None)) if c is not None
-                for k in ("image_token_id", "image_token_index") if isinstance(getattr(c, k, None), int)), None)
+    tid = config_image_token(config)
     if tid is None:
         token = getattr(proc, "image_token", None) or getattr(proc.tokenizer, "image_token", None)
         tid = proc.tokenizer.convert_tokens_to_ids(str(token)) if token is not None else None
@@ -45,7 +51,7 @@ def run_multimodal(plan:dict, path:str, device:str, state:dict)->dict:
     "An image-text-to-text model: the prompt and the photograph as a user message, then compiled greedy generation."
     proc = transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False)
     model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
-    enc = image_text_inputs(proc, plan)
+    enc = image_text_inputs(proc, plan, model.config)
     tok = proc.tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id or 0
     enc = pad_to(enc, cache_length(enc["input_ids"].shape[1]), pad)  # the prefill's shape, whatever the template
