@@ -108,7 +108,8 @@ def audio_language(config:dict)->bool:
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
 def causal_class(arch:str, model_type:str)->str:
     "The class a causal LM loads with: `AutoModelForCausalLM`, or the declared class where that table does not route the config's type (a text config saved alone: `MllamaForCausalLM`)."
-    routed = model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or arch not in transformers_names()   # a custom class registered with the Auto class
+    routed = (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or arch not in transformers_names()   # a custom class registered with the Auto class
+              or model_type not in CONFIG_MAPPING_NAMES)   # a type transformers does not know fails to load, as it does for the checkpoint's users
     return "AutoModelForCausalLM" if routed else arch
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #43cb48a4
