@@ -446,7 +446,7 @@ def image_expansion(proc, placeholder:str)->list:
     except Exception: return []
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d7bc92a5
-def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text})
+def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text}, the ids of its image with the photograph)
     "The type's processor over SmolLM2's tokenizer, with every token the processor and the config name."
     pcls = processor_class(model_type)
     names = {} if model_type in ADDS_OWN_TOKENS else {stem: token_text(stem) for stem in token_stems(config)}
@@ -468,9 +468,10 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
         unknown = [v for k, v in vars(proc).items() if k.endswith(("_token", "_tag")) and isinstance(v, str) and v and v not in plain
                    and v not in names.values() and tok.convert_tokens_to_ids(v) in (None, tok.unk_token_id)]
         if not unknown:
-            written = ANGLE_TOKEN.findall(tok.decode(image_expansion(proc, image_placeholder(proc, names, model_type))))
+            expansion = image_expansion(proc, image_placeholder(proc, names, model_type))
+            written = ANGLE_TOKEN.findall(tok.decode(expansion))
             unknown = [t for t in dict.fromkeys(written) if t not in plain and tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
-        if not unknown: return proc, names
+        if not unknown: return proc, names, expansion
         plain += unknown
     raise RuntimeError(f"{pcls.__name__}: its tokens never settled")
 
@@ -494,9 +495,9 @@ def token_ids(proc, names:dict, model_type:str="", stems=())->dict:
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #84dd1918
-def repeated_image_token(proc, names:dict, model_type:str, ids:dict, cls)->dict:
+def repeated_image_token(expansion:list, # the ids the processor makes of the image (`image_expansion`)
+                         ids:dict, cls)->dict:
     "The config's image token as the token the processor repeats for the photograph, where the one it names is not there; {} otherwise."
-    expansion = image_expansion(proc, image_placeholder(proc, names, model_type))
     (tid, n), = Counter(expansion).most_common(1) or [(None, 0)]
     if n < 2 or ids.get("image_token_id", ids.get("image_token_index")) in expansion: return {}
     return {"image_token_id": tid, "image_token_index": tid, getattr(cls, "attribute_map", {}).get("image_token_id", "image_token_id"): tid}   # Molmo2's is image_patch_id
@@ -506,11 +507,11 @@ def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (proc
     "A vision-language model's processor, against its tiny config's shapes, and the ids its config takes from it."
     cls = config_class(model_type, cls_name)
     shaped = cls(**shrink(config_defaults(cls, vision=True), {}, scale)).to_dict()   # the tiny config's shapes, and what its class derives from them
-    proc, names = multimodal_processor(model_type, shaped)
+    proc, names, expansion = multimodal_processor(model_type, shaped)
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
     ids = {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
-    return proc, {**ids, **repeated_image_token(proc, names, model_type, ids, cls)}
+    return proc, {**ids, **repeated_image_token(expansion, ids, cls)}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
 def audio_processor(model_type:str, dest:Path, ctc:bool):
