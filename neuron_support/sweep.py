@@ -550,9 +550,11 @@ def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that ho
 
 # %% ../nbs/20_sweep.ipynb #98988b5c
 @patch
-def result(self:Progress, row:dict, here:bool=True): # here: the run ended in this process, not before a restart
+def result(self:Progress, row:dict, here:bool=True, # here: the run ended in this process, not before a restart
+           key:str|None=None, # the run's id in the sweep, where the row names it otherwise (a local folder's row: `local:<name>-<hash>`)
+          ):
     "Count a row."
-    m = row["model_id"]
+    m = key or row["model_id"]
     started = self.flying.pop(m, None)
     self.counts[row["result"]] += 1; self.done.add(m)
     if here and row["result"] != "EXCLUDED":
@@ -700,7 +702,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
                             slots=host_slots(stack, slots), names=names)
         try:   # every line of the runs goes through the display, which is left as it last was at the end
             for r in excluded: progress.result(r, here=False)
-            for r in done.values(): progress.result(r, here=False)
+            for m, r in done.items(): progress.result(r, here=False, key=m)
             todo = [i for i in runs if i.model_id not in done]
             if todo: warm_cache(stack, cache_from, progress.say)
             setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {},
@@ -795,7 +797,7 @@ def run_all(todo:list, # SweepItems to run, in list order
                                           utc_now(), time.time() - t)
                         write_atomic(d / "result.json", json.dumps(row, indent=1))
                     collect(out_dir, pair, [row], selection); warm.add(it.group)
-                    fetch.release(it.model_id); progress.result(row)
+                    fetch.release(it.model_id); progress.result(row, key=it.model_id)
                 if time.time() - shown > 1:   # the display, once a second: the loop itself turns faster, to start runs as cores free
                     with contextlib.suppress(Exception):
                         progress.flight({k: v for m in maps.values() for k, v in ray.get(m.holding.remote(), timeout=10).items()})

@@ -222,11 +222,13 @@ def damaged_run(model_dir: Path, stack, scratch: Path) -> tuple:
 
 
 # The modules whose tests run longest (whole sweeps, runs with several ranks, the Space's virtualenv: minutes each) go
-# first. pytest-xdist hands the tests out in this order, so a long test started last no longer keeps one worker busy while the other waits.
+# first, so that a long test started last does not keep one worker busy while the other waits.
 SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_run.py", "test_space.py")
-# The tests of a sweep run once per session go before them all, side by side: pytest-xdist's default scheduling (`--dist
-# load`) hands each worker a run of consecutive tests first, so they go to one worker, which runs the sweep once while
-# the other worker gets on with the rest; apart, the second worker to ask would wait on the first one's sweep, idle.
+# The tests of a sweep run once per session go before them all: `make test` runs pytest-xdist with `--dist worksteal`,
+# which hands each worker half of the tests in this order, consecutive, so they all go to the first worker, which runs
+# each sweep once while the other worker gets on with its half; a worker that runs out of tests takes half of what the
+# other has left, from its end. Under `--dist load` the first worker's chunk was these sweeps and a quarter of the
+# suite besides, and the other worker, done with its own, waited minutes at the end (benchmarks/README.md).
 SHARED_SWEEPS = ("demo_sweep_of_libraries", "architecture_table")
 
 

@@ -114,7 +114,10 @@ OVERRIDES = {
     "aya_vision": dict(vision_config=dict(image_size=364)),
     "kosmos_2_5_vision_model": dict(patch_embed_hidden_size=768),   # a patch's pixels (16 x 16 x 3), which its projection takes: not a width
     "deepseek_ocr2_sam_vision_model": lambda s: dict(downsample_channels=[128 * s, 64 * s]),   # its last channels are the encoder's width (896, its default's)
-    "gemma4_text": lambda s: dict(hidden_size_per_layer_input=16 * s),   # its per-layer embeddings' width (256)
+    **dict.fromkeys(("gemma4_text", "gemma3n_text"), lambda s: dict(hidden_size_per_layer_input=16 * s)),   # its per-layer embeddings' width (256)
+    "gemma3n_vision": lambda s: dict(model_args={"channel_multiplier": 0.125 * s}, hidden_size=2048, vocab_size=128),
+    # its timm MobileNetV5 (294M parameters) at an eighth of its channels (16M), whose features stay 2,048 wide; its vocabulary of image tokens (128, after the text's)
+    "gemma3n_audio": dict(vocab_size=128),   # its vocabulary of audio tokens, after the image's
     "gemma4_unified_vision": lambda s: dict(mm_embed_dim=64 * s, output_proj_dims=64 * s),   # its patch embedding's and projection's widths (3840)
     "florence_vision": dict(embed_dim=[32, 32, 64, 64], num_heads=[2, 2, 4, 4], num_groups=[2, 2, 4, 4], depths=[1, 1, 1, 1]),   # DaViT's widths, heads and depths per stage
     "janus_vision_model": lambda s: dict(projection_dim=64 * s),   # the aligner's width
@@ -123,20 +126,29 @@ OVERRIDES = {
     "diffusion_gemma_text": lambda s: dict(num_experts=4, top_k_experts=2, moe_intermediate_size=32 * s),   # every layer has experts; its class leaves their count unset
     # what a type's config class leaves unset and its checkpoints all set (its model reads it unconditionally):
     "deepseek_ocr2_text": dict(mlp_layer_types=["dense", "sparse"]),   # one dense layer and one of experts
-    "granite4_vision": dict(deepstack_layer_map=[[0, 0], [1, 1]]),   # each vision layer's features injected into one text layer
+    "perception_lm": lambda s: dict(projector_pooling_ratio=2, vision_config=dict(architecture="vit_pe_core_tiny_patch16_384", model_args=dict(
+        embed_dim=64 * s, depth=2, num_heads=4, img_size=[448, 448], ref_feat_shape=[28, 28], global_pool=""))),
+    # its timm tower (PE's ViT; a ResNet-50 without arguments at its class's defaults) at the tiny width, on its processor's 448-pixel tiles, pooled 2 x 2 as its checkpoints
+    "fast_vlm": lambda s: dict(vision_config=dict(hidden_size=128 * s, image_size=1024, model_args=dict(inference_mode=True, layers=[1] * 5, embed_dims=[16 * s, 32 * s, 64 * s, 64 * s, 64 * s]))),
+    # its timm FastViT-HD (125M) with one block a stage and tiny widths, its five stages and 64-fold downsampling kept (its features are twice its last width), on its checkpoints' 1,024-pixel images
+    "granite4_vision": dict(deepstack_layer_map=[[0, 0], [1, 1]], downsample_rate="4/8", vision_config=dict(model_type="siglip_vision_model", image_size=384, patch_size=16),
+                            image_grid_pinpoints=[[384, 768], [768, 384], [768, 768]], vision_feature_select_strategy="full"),
+    # each vision layer's features injected into one text layer; its Q-Former's windows (4 queries a side for 8 patches) over its SigLIP's 24 x 24 patches
+    # (SigLIP, as its checkpoints: no class token, all its features are the image's), tiled by 384
     "qwen4_exp_text": lambda s: dict(indexer_n_heads=2, indexer_kv_heads=1, indexer_head_dim=16 * s, indexer_budget=64, indexer_compress_ratio=4),   # its sparse attention's indexer
     "cohere_compass_text": dict(rope_parameters={t: {"rope_type": "default", "rope_theta": 10000.0} for t in ("sliding_attention", "full_attention")}),  # its rope is per layer type  # 26 patches a side, which its pixel shuffle halves (its default 384 makes 27): Aya Vision's checkpoints' tower  # its defaults (224 in patches of 32: 7 a side) do not divide by the pixel shuffle's 2: Idefics3's checkpoints' tower
 } # per model type: what the generic shrinking gets wrong, as config keys (a sub-config's merged into it; a function of the scale where they are sizes)
 MISSING_KEYS = {**dict.fromkeys(("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"), dict(vision_start_token_id=None))}
 MROPE = {**dict.fromkeys(("qwen2_vl_text", "qwen2_5_vl_text", "paddleocr_vl_text", "qwen2_5_omni_text", "qwen3_omni_moe_text", "hunyuan_vl_text"), (16, 24, 24)),
-         **dict.fromkeys(("glm4v_text", "glm4v_moe_text", "glm46v_text", "glm_ocr_text"), (8, 12, 12))}
+         **dict.fromkeys(("glm4v_text", "glm4v_moe_text", "glm46v_text", "glm_ocr_text"), (8, 12, 12)), "ernie4_5_vl_moe_text": (22, 22, 20)}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #a92c9c0c
 def layer_plan(d:dict)->tuple: # (number of layers, {key: shortened per-layer list})
-    "Two layers, or one of each kind where the config lists its layers' kinds (a hybrid keeps every kind)."
+    "Two layers, or one of each kind where the config lists its layers' kinds (a hybrid keeps every kind); one more where the last layers reuse earlier layers' caches."
     n_default = next((d[k] for k in LAYERS if isinstance(d.get(k), int)), None)
     kinds = list(dict.fromkeys(d["layer_types"])) if isinstance(d.get("layer_types"), list) else []
-    n = max(2, len(kinds))
+    shared = d.get("num_kv_shared_layers")
+    n = max(2, len(kinds)) + (isinstance(shared, int) and isinstance(n_default, int) and 0 < shared < n_default)   # Gemma 3n: a layer of each kind makes its cache, the last one reuses it
     lists = {}
     for k, v in d.items():
         if not isinstance(v, list) or n_default is None or len(v) != n_default or not v: continue
@@ -240,6 +252,15 @@ def kept_layers(d:dict, n:int, lists:dict)->dict:
         elif LAYER_INDEX_INT.search(k) and isinstance(v, int) and v >= n: d[k] = n - 1
     return d
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #4ecd5542
+def kept_layer_override(o:dict, # one layer's overrides of the config's sizes
+                        d:dict, old:dict, # the config, tiny and as it was
+                        n:int, scale:int)->dict:
+    "The override made tiny as its config was: its heads at the tiny count, its key-value heads and head-relative sizes in their old ratios to the config's head."
+    base = lambda c: {k: c[k] for k in (*WIDTH, *HEADS, *HEAD_DIM) if k in c}
+    tiny = kept_head_ratios({**base(d), **scaled_sizes(dict(o), n, scale)}, {**base(old), **o})
+    return {k: tiny[k] for k in o}
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #4df6b549
 def shrink(d:dict, # a config as config.json holds it
            vocab:dict, # the tokenizer's ids: vocab_size and the token ids the config names (`tokenizer_ids`), {} for a model without text
@@ -252,14 +273,18 @@ def shrink(d:dict, # a config as config.json holds it
     n, lists = layer_plan(d)
     d = kept_layers(kept_widths(kept_expert_choice(kept_head_ratios(scaled_sizes(d, n, scale), old)), widths, scale), n, lists)
     d.update(lists)
+    for k in FFN:   # a feed-forward width per layer (Gemma 3n's): each at the tiny width
+        if isinstance(d.get(k), list) and d[k] and all(isinstance(x, int) for x in d[k]): d[k] = [sizes(scale)[k]] * len(d[k])
     for k in CAPPED:
         if isinstance(d.get(k), int) and d[k] > MAX_POSITIONS: d[k] = MAX_POSITIONS
     for k in [k for k in d if k.endswith("_layer_period")]:
         off = k.replace("_period", "_offset")
         if isinstance(d[k], int) and d[k] > 2: d[k] = 2; d[off] = min(d.get(off, 1) or 0, 1)
-    if isinstance(d.get("per_layer_config"), dict) and d["per_layer_config"]:  # overrides of some layers: the first one, on the last layer
-        d["per_layer_config"] = {n - 1: next(iter(d["per_layer_config"].values()))}
+    if isinstance(d.get("per_layer_config"), dict) and d["per_layer_config"]:  # overrides of some layers: the first one, made tiny, on the last layer
+        d["per_layer_config"] = {n - 1: kept_layer_override(next(iter(d["per_layer_config"].values())), d, old, n, scale)}
     if isinstance(d.get("first_k_dense_replace"), int): d["first_k_dense_replace"] = min(d["first_k_dense_replace"], 1)
+    if isinstance(shared := old.get("num_kv_shared_layers"), int) and shared:   # the layers that reuse earlier ones' caches: the last one (`layer_plan` added it), or all where all do (an assistant's)
+        d["num_kv_shared_layers"] = n if shared == next((old[k] for k in LAYERS if isinstance(old.get(k), int)), None) else 1
     for k in ("out_features", "out_indices"):  # a backbone's outputs name its stages at full depth: derived again from the shrunk one
         if d.get(k) is not None: d[k] = None
     if vocab:  # the tokenizer's ids where the config names them (an encoder-decoder's start token too), its size where it has one
@@ -333,7 +358,8 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
                      "fast_vlm": "llava", "glmga": "glm46v"}   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
-PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1})} # a CLIP tower's class token, which the processor must count
+PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
+                       "perception_lm": {"patch_size": 16}, "fast_vlm": {"patch_size": 64}} # its tower's patches, or pixels a token (in the timm architecture's name, no config field)
 PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}", "qianfan_ocr": "<image>",
                 "pp_chart2table": "{image_token}" * 256}   # its processor leaves the image's 256 tokens to the chat template, as its checkpoints' template writes them
 TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its patch tokens
@@ -367,35 +393,42 @@ def processor_class(model_type:str)->type:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c233ee4c
 def vision_fields(config:dict)->dict:
-    "The vision tower's (its sub-config's, else the top's) image size, patch size and merges, and the tokens an image is, where the config says."
+    "The vision tower's (its sub-config's, else the top's) image size, patch size and merges, the tiles of an image, and the tokens an image is, where the config says."
     v = next((c for k, c in config.items() if isinstance(c, dict) and "vision" in k and "model_type" in c), config)
     out = {k: v[k] for k in ("image_size", "patch_size", "temporal_patch_size") if isinstance(v.get(k), (int, list)) and not isinstance(v.get(k), bool)}
     if isinstance(v.get("spatial_merge_size"), int): out["merge_size"] = v["spatial_merge_size"]
+    if isinstance(config.get("image_grid_pinpoints"), list): out["image_grid_pinpoints"] = config["image_grid_pinpoints"]   # the tiles of LLaVA-NeXT's kin
     seq = [c.get(n) for c in (config, *(x for x in config.values() if isinstance(x, dict))) for n in SYNONYMS["image_seq_length"]]
     if any(isinstance(x, int) for x in seq): out["image_seq_length"] = next(x for x in seq if isinstance(x, int))
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #eefc94dc
+PIXEL_COUNT = 4096 # an "edge" above this is a count of pixels: the Qwen-VL kin's budgets (`shortest_edge` 56 x 56), which any tower takes; they stay the type's own
+
 def follow(part, # an image or video processor, at its defaults
            fields:dict, # `vision_fields`
           ):
-    "The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size, its image tokens; no timestamps drawn on frames."
+    "The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size (not a budget of pixels), its image tokens; no timestamps drawn on frames."
     if getattr(part, "draw_on_frames", False): part.draw_on_frames = False   # Ernie 4.5 VL's video processor needs the font file its checkpoints ship; a photograph has no frames to draw on
-    args, have = {}, part.to_dict()
-    for k in ("patch_size", "temporal_patch_size", "merge_size"):
+    have = part.to_dict()
+    args = {"draw_on_frames": False} if "draw_on_frames" in have else {}   # and so does the part made below
+    for k in ("patch_size", "temporal_patch_size", "merge_size", "image_grid_pinpoints"):
         if k in fields and k in have: args[k] = {e: fields[k] for e in have[k]} if isinstance(have[k], dict) else fields[k]
     side = fields.get("image_size")
     side = side[0] if isinstance(side, list) else side
     if isinstance(side, int):
         for k in ("size", "crop_size", "max_image_size"):
-            if isinstance(have.get(k), dict) and have[k] and set(have[k]) <= {"height", "width", "shortest_edge", "longest_edge"}: args[k] = {e: side for e in have[k]}
+            budget = isinstance(have.get(k), dict) and any(isinstance(v, int) and v > PIXEL_COUNT for v in have[k].values())
+            if isinstance(have.get(k), dict) and have[k] and set(have[k]) <= {"height", "width", "shortest_edge", "longest_edge"} and not budget:
+                args[k] = {e: side for e in have[k]}
     part = type(part)(**args) if args else part
     if isinstance(fields.get("image_seq_length"), int): part.image_seq_length = fields["image_seq_length"]   # PaliGemma's processor reads it there
     return part
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ed9c9417
-IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}} # what a type's checkpoints set on their image processor that no config field gives:
+IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"temporal_patch_size": 1}} # what a type's checkpoints set on their image processor that no config field gives:
 # Florence-2's tokens of an image, the DaViT tower's 7 x 7 patches of 32 on its 224-pixel crop and one pooled token (577 at its checkpoints' 768)
+# Dots3's tower embeds each patch of one frame (a 2-D convolution), where the Qwen2-VL processor it borrows stacks two
 
 def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
     "Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video processors and feature extractor."
@@ -465,6 +498,8 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
         own = {s: v for s in names if isinstance(v := getattr(proc, s, None), str) and v and v != names[s]
                and isinstance(i := getattr(proc, f"{s}_id", None), int) and i != tok.convert_tokens_to_ids(v)}
         if own: names.update(own); continue   # a token the processor writes as text of its own but counts by the tokenizer's id (Cohere Compass's `<|IMAGE_PAD|>`): named by its text
+        unset = {s: token_text(s) for s, v in vars(proc).items() if s.endswith("_token") and v is None and s not in names}
+        if unset: names.update(unset); continue   # a token the processor reads from its tokenizer if there (Diffusion Gemma's audio tokens, which its call then requires): the checkpoints' tokenizers have it
         unknown = [v for k, v in vars(proc).items() if k.endswith(("_token", "_tag")) and isinstance(v, str) and v and v not in plain
                    and v not in names.values() and tok.convert_tokens_to_ids(v) in (None, tok.unk_token_id)]
         if not unknown:
@@ -558,7 +593,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "9" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "10" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
