@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['perturb_weights', 'compiled', 'compile_run', 'compiled_graphs', 'compile_cache_entries', 'timed', 'forward_twice',
-           'available_memory_bytes', 'reference_key', 'side_by_side']
+           'available_memory_bytes', 'folder_stamp', 'reference_key', 'side_by_side']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -378,10 +378,16 @@ def oversized_note(files:list, # oversized_files' answer
     "Why a run refuses a checkpoint with files too large to read."
     return "; ".join(f"{name} is {size / 2**20:,.0f} MiB" for name, size in files) + f", more than the {FILE_LIMIT // 2**20} MiB a run reads of a checkpoint's file besides its weights"
 
+# %% ../nbs/08_core.ipynb #7b0cb278
+def folder_stamp(path:str)->list: # [(file, bytes, time of its last change in ns)], by file
+    "A local checkpoint's files as they are now: their names, sizes and times of change."
+    root = Path(path)
+    return sorted((str(p.relative_to(root)), (s := p.stat()).st_size, s.st_mtime_ns) for p in root.rglob("*") if p.is_file())
+
 # %% ../nbs/08_core.ipynb #6d61b878
-def reference_key(plan:dict)->dict:
-    "What determines a CPU reference besides its inputs: the checkpoint and the software."
-    return {"model_id": plan["model_id"], "revision": plan["revision"], "torch": torch.__version__.split("+")[0],
+def reference_key(plan:dict, path:str)->dict:
+    "What determines a CPU reference besides its inputs: the checkpoint (a local folder's files as they are now) and the software."
+    return {"model_id": plan["model_id"], "revision": plan["revision"] or folder_stamp(path), "torch": torch.__version__.split("+")[0],
             "transformers": transformers.__version__}
 
 # %% ../nbs/08_core.ipynb #28733365

@@ -109,7 +109,7 @@ def df_reference(plan:dict, path:str, size:int, cache_dir)->dict: # fp32, bf16 (
     "The CPU's eager pictures in fp32 and in bf16 from the same latents, read from the reference cache when they are there."
     def call(dtype):
         with torch.inference_mode(): return df_call(df_load(path, "cpu", dtype), plan, size, dtype)
-    return cpu_references({**reference_key(plan), "diffusers": importlib.metadata.version("diffusers"), "inputs": plan["inputs"],
+    return cpu_references({**reference_key(plan, path), "diffusers": importlib.metadata.version("diffusers"), "inputs": plan["inputs"],
                            "size": size, "seed": SEED, "dtypes": ["float32", "bfloat16"]}, cache_dir, "diffusers", call)
 
 # %% ../../../nbs/libraries/diffusers/01_runs.ipynb #85e062bb

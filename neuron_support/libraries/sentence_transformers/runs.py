@@ -78,7 +78,7 @@ def st_reference(plan:dict, path:str, cache_dir)->dict: # fp32, bf16 (float32 te
     "The CPU's eager call in fp32 and in bf16, read from the reference cache when it is there."
     def call(dtype):
         with torch.inference_mode(): return st_call(st_load(plan["head_class"], path, "cpu", dtype), plan)
-    return cpu_references({**reference_key(plan), "sentence_transformers": importlib.metadata.version("sentence-transformers"),
+    return cpu_references({**reference_key(plan, path), "sentence_transformers": importlib.metadata.version("sentence-transformers"),
                            "class": plan["head_class"], "inputs": plan["inputs"], "dtypes": ["float32", "bfloat16"]},
                           cache_dir, "sentence-transformers", call)
 

@@ -99,7 +99,7 @@ def shown(text:str, limit:int=60)->str:
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #510cb2d4
 def speech_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # tokens, logprobs ([steps, vocab] float32), cached
     "The CPU's fp32 greedy transcript of the same features, with each step's log-probabilities, read from the cache when it is there."
-    key = fingerprint({**reference_key(plan), "class": plan["head_class"], "inputs": inputs, "max_new_tokens": plan["inputs"]["max_new_tokens"],
+    key = fingerprint({**reference_key(plan, path), "class": plan["head_class"], "inputs": inputs, "max_new_tokens": plan["inputs"]["max_new_tokens"],
                        "min_new_tokens": plan["inputs"].get("min_new_tokens") or 0, "dtype": "float32", "attention": "eager", "decoding": "greedy"})
     file = reference_file(cache_dir, key, "speech")
     value = load_reference(file, key)
@@ -152,7 +152,7 @@ def forward_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32
     def call(dtype):
         model = getattr(transformers, plan["head_class"]).from_pretrained(path, dtype=dtype, attn_implementation="eager", trust_remote_code=False).eval()
         with torch.inference_mode(): return model(**{k: (v.to(dtype) if v.is_floating_point() else v) for k, v in inputs.items()}).logits[0].float()
-    return cpu_references({**reference_key(plan), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
+    return cpu_references({**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
                            "dtypes": ["float32", "bfloat16"]}, cache_dir, "audio", call)
 
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #bdbae5d4

@@ -130,7 +130,7 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     if plan["cores"] == 1 and fits:
         try:
             kwargs = {**out.get("reference_inputs", {}), **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
-            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan),
+            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan, path),
                                        plan["head_class"], kwargs or None)  # the reference loads the class the device run loaded
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
             c = compare_generation(ref, out["tokens"], tok)

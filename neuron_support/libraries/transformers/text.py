@@ -82,7 +82,7 @@ RUNNERS = {"run_dense": run_dense, "run_dense_ep": run_dense_ep, "run_seq2seq": 
 def check_encoder_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction for an encoder's forward pass."
     try:
-        ref = encoder_reference(path, plan["head_class"], out["inputs"], cache_dir, reference_key(plan))
+        ref = encoder_reference(path, plan["head_class"], out["inputs"], cache_dir, reference_key(plan, path))
         tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
         c = check_encoder(ref["task_kind"], ref["fp32"], ref["bf16"], out["output"], out["inputs"], tok, config.id2label)

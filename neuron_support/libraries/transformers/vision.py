@@ -85,7 +85,7 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
         model = vision_class(plan).from_pretrained(path, dtype=dtype, attn_implementation="eager", trust_remote_code=False).eval()
         with torch.inference_mode():
             return vision_output(model(**{k: (v.to(dtype) if v.is_floating_point() else v) for k, v in inputs.items()}), plan["runner"])
-    return cpu_references({**reference_key(plan), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
+    return cpu_references({**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
                            "dtypes": ["float32", "bfloat16"]}, cache_dir, "vision", call)
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #27099495
