@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['perturb_weights', 'compiled', 'compile_run', 'compiled_graphs', 'compile_cache_entries', 'timed', 'forward_twice',
-           'available_memory_bytes', 'folder_stamp', 'reference_key', 'side_by_side']
+           'available_memory_bytes', 'reference_key', 'side_by_side']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
