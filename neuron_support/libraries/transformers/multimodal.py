@@ -17,11 +17,14 @@ def image_text_inputs(proc, # the checkpoint's processor
                       plan:dict, # the run's plan: its prompt, and whether the checkpoint has a chat template
                       config=None, # the model's config: the image token it counts, where it names one
                      )->dict: # the processor's tensors: input_ids, attention_mask, pixel values and what else the family takes
-    "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both (the prompt after the processor's image token where the call leaves the image out of the text)."
+    "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both (the prompt after the processor's image token where the call leaves the image out of the text, or refuses a text without it)."
     prompt = plan["inputs"]["prompt"]
     if not plan["inputs"]["chat"]:
-        enc = dict(proc(images=photo(), text=prompt, return_tensors="pt"))
         token = getattr(proc, "image_token", None)
+        try: enc = dict(proc(images=photo(), text=prompt, return_tensors="pt"))
+        except ValueError:   # a processor that wants its image token in the text (Chameleon's): its users write it before their question
+            if not isinstance(token, str) or token in prompt: raise
+            return dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))
         if isinstance(token, str) and token not in prompt and config_image_token(config) is not None and image_tokens(enc["input_ids"], proc, config) == 0:   # the model counts image tokens, and the processor wrote none
             enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))   # its users write its image token before their question (GOT-OCR 2)
         return enc

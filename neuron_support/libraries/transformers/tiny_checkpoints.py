@@ -131,6 +131,8 @@ OVERRIDES = {
     # its timm tower (PE's ViT; a ResNet-50 without arguments at its class's defaults) at the tiny width, on its processor's 448-pixel tiles, pooled 2 x 2 as its checkpoints
     "fast_vlm": lambda s: dict(vision_config=dict(hidden_size=128 * s, image_size=1024, model_args=dict(inference_mode=True, layers=[1] * 5, embed_dims=[16 * s, 32 * s, 64 * s, 64 * s, 64 * s]))),
     # its timm FastViT-HD (125M) with one block a stage and tiny widths, its five stages and 64-fold downsampling kept (its features are twice its last width), on its checkpoints' 1,024-pixel images
+    "chameleon_vqgan": lambda s: dict(num_embeddings=256, base_channels=32 * s, latent_channels=32 * s, resolution=256, num_res_blocks=1),
+    # its VQ image tokenizer: a codebook of 256 (8,192), convolutions from 32 channels (128), one block a level, on 256-pixel images (512): 16 x 16 tokens
     "granite4_vision": dict(deepstack_layer_map=[[0, 0], [1, 1]], downsample_rate="4/8", vision_config=dict(model_type="siglip_vision_model", image_size=384, patch_size=16),
                             image_grid_pinpoints=[[384, 768], [768, 384], [768, 768]], vision_feature_select_strategy="full"),
     # each vision layer's features injected into one text layer; its Q-Former's windows (4 queries a side for 8 patches) over its SigLIP's 24 x 24 patches
@@ -359,7 +361,8 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
-                       "perception_lm": {"patch_size": 16}, "fast_vlm": {"patch_size": 64}} # its tower's patches, or pixels a token (in the timm architecture's name, no config field)
+                       "perception_lm": {"patch_size": 16}, "fast_vlm": {"patch_size": 64},
+                       "chameleon": {"image_seq_length": 256}} # its tower's patches, or pixels a token (in the timm architecture's name, no config field); Chameleon's tiny VQ's 16 x 16 codes
 PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}", "qianfan_ocr": "<image>",
                 "pp_chart2table": "{image_token}" * 256}   # its processor leaves the image's 256 tokens to the chat template, as its checkpoints' template writes them
 TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its patch tokens
@@ -394,8 +397,9 @@ def processor_class(model_type:str)->type:
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c233ee4c
 def vision_fields(config:dict)->dict:
     "The vision tower's (its sub-config's, else the top's) image size, patch size and merges, the tiles of an image, and the tokens an image is, where the config says."
-    v = next((c for k, c in config.items() if isinstance(c, dict) and "vision" in k and "model_type" in c), config)
+    v = next((c for k, c in config.items() if isinstance(c, dict) and "vision" in k and "model_type" in c), config.get("vq_config") or config)
     out = {k: v[k] for k in ("image_size", "patch_size", "temporal_patch_size") if isinstance(v.get(k), (int, list)) and not isinstance(v.get(k), bool)}
+    if isinstance(v.get("resolution"), int) and "image_size" not in out: out["image_size"] = v["resolution"]   # a VQ image tokenizer's (Chameleon's)
     if isinstance(v.get("spatial_merge_size"), int): out["merge_size"] = v["spatial_merge_size"]
     if isinstance(config.get("image_grid_pinpoints"), list): out["image_grid_pinpoints"] = config["image_grid_pinpoints"]   # the tiles of LLaVA-NeXT's kin
     seq = [c.get(n) for c in (config, *(x for x in config.values() if isinstance(x, dict))) for n in SYNONYMS["image_seq_length"]]
@@ -478,12 +482,21 @@ def image_expansion(proc, placeholder:str)->list:
     try: return proc(images=photo(), text=placeholder, return_tensors="pt")["input_ids"][0].tolist()
     except Exception: return []
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0f6e891b
+CODEBOOK_NAMES = {"chameleon": ("num_embeddings", lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i)) + "Z")} # by type: its vq_config's key for the codebook's size, and a code's token (12: IMGIMGBCZ)
+
+def codebook_tokens(model_type:str, config:dict)->list:
+    "The tokens that name a VQ image tokenizer's codes in the text vocabulary; [] for a model without one."
+    if model_type not in CODEBOOK_NAMES: return []
+    key, name = CODEBOOK_NAMES[model_type]
+    return [name(i) for i in range(config["vq_config"][key])]
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d7bc92a5
 def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text}, the ids of its image with the photograph)
     "The type's processor over SmolLM2's tokenizer, with every token the processor and the config name."
     pcls = processor_class(model_type)
     names = {} if model_type in ADDS_OWN_TOKENS else {stem: token_text(stem) for stem in token_stems(config)}
-    plain = []   # texts the processor looks up, with no name
+    plain = codebook_tokens(model_type, config)   # texts the processor looks up, with no name: a VQ codebook's names first
     for _ in range(20):
         tok = bpe_tokenizer(build_demo(), extra_special_tokens=names, **({"add_bos_token": True} if model_type in STARTS_WITH_BOS else {}))
         if plain: tok.add_tokens(plain, special_tokens=True)
@@ -546,7 +559,8 @@ def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (proc
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
     ids = {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
-    return proc, {**ids, **repeated_image_token(expansion, ids, cls)}
+    vocabulary = {"vocabulary_map": proc.tokenizer.get_vocab()} if model_type in CODEBOOK_NAMES else {}   # where the model finds its codes' tokens (and its image token)
+    return proc, {**ids, **repeated_image_token(expansion, ids, cls), **vocabulary}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
 def audio_processor(model_type:str, dest:Path, ctc:bool):
@@ -593,7 +607,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "10" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "11" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
