@@ -15,22 +15,36 @@ from .checkpoint_files import SafetensorsError
 from .facts import MAX_CORES
 from .plan import pickle_files
 
+# %% ../nbs/06_rules.ipynb #a7c1e0f2
+def runtime_statements(body:list)->list:
+    "A module's statements as Python runs them: an `if TYPE_CHECKING:` block's `else` branch in place of the block (the branch a type checker reads is not run)."
+    out = []
+    for node in body:
+        checking = isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        out += runtime_statements(node.orelse) if checking else [node]
+    return out
+
 # %% ../nbs/06_rules.ipynb #3b48c19c
 def literal_table(tree, # a parsed module, e.g. of transformers.models.auto
                   name:str, # the table's name
                   table:dict, # what earlier modules made of it: updated here, in the module's order
                  )->bool: # whether the module builds or changes the table
-    "Follow what a module does to one name table, statement by statement: `NAME = OrderedDict([...])`, `NAME.update({...})`, `NAME = OrderedDict(**{...}, **NAME)`."
-    seen = False
-    for node in tree.body:
+    "Follow what a module does to one name table, statement by statement, as it runs: `NAME = OrderedDict([...])`, `NAME.update({...})` or `NAME.update(OTHER)` of a table the module built, `NAME = OrderedDict(**{...}, **NAME)`."
+    seen, others = False, {}   # the module's other literal tables (transformers' MISSING_IMAGE_PROCESSOR_MAPPING_NAMES, merged into the table)
+    value = lambda v: others[v.id] if isinstance(v, ast.Name) and v.id in others else ast.literal_eval(v)
+    for node in runtime_statements(tree.body):
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] and isinstance(node.value, ast.Call):
             new = dict(ast.literal_eval(node.value.args[0])) if node.value.args else {}
             for kw in node.value.keywords:   # **{...} and **NAME, in order
                 new.update(table if isinstance(kw.value, ast.Name) and kw.value.id == name else ast.literal_eval(kw.value))
             table.clear(); table.update(new); seen = True
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+              and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in ("OrderedDict", "dict") and len(node.value.args) == 1):
+            try: others[node.targets[0].id] = dict(ast.literal_eval(node.value.args[0]))
+            except (ValueError, TypeError, SyntaxError): pass   # not a literal table: not one this table can take
         elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
               and node.value.func.attr == "update" and getattr(node.value.func.value, "id", None) == name):
-            table.update(ast.literal_eval(node.value.args[0])); seen = True
+            table.update(value(node.value.args[0])); seen = True
     return seen
 
 # %% ../nbs/06_rules.ipynb #8d786ac0

@@ -25,7 +25,7 @@ MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES = auto_names("MODEL_FOR_SPEECH_SEQ_2_SE
 MODEL_FOR_CTC_MAPPING_NAMES = auto_names("MODEL_FOR_CTC_MAPPING_NAMES")
 MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAMES")
-IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings",))
+IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")

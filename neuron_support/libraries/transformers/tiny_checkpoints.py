@@ -131,6 +131,10 @@ OVERRIDES = {
     # its timm tower (PE's ViT; a ResNet-50 without arguments at its class's defaults) at the tiny width, on its processor's 448-pixel tiles, pooled 2 x 2 as its checkpoints
     "fast_vlm": lambda s: dict(vision_config=dict(hidden_size=128 * s, image_size=1024, model_args=dict(inference_mode=True, layers=[1] * 5, embed_dims=[16 * s, 32 * s, 64 * s, 64 * s, 64 * s]))),
     # its timm FastViT-HD (125M) with one block a stage and tiny widths, its five stages and 64-fold downsampling kept (its features are twice its last width), on its checkpoints' 1,024-pixel images
+    "apertus1p5_vision_tokenizer": dict(codebook_size=256), "wavtokenizer_encoder": dict(codebook_size=256), # their codebooks (131,072 and 4,096): tokens of the text vocabulary
+    "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
+    # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
+    # and its attention as wide as the last level's channels (4 x the first, as 1,024 is 4 x 256)
     "chameleon_vqgan": lambda s: dict(num_embeddings=256, base_channels=32 * s, latent_channels=32 * s, resolution=256, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (8,192), convolutions from 32 channels (128), one block a level, on 256-pixel images (512): 16 x 16 tokens
     "granite4_vision": dict(deepstack_layer_map=[[0, 0], [1, 1]], downsample_rate="4/8", vision_config=dict(model_type="siglip_vision_model", image_size=384, patch_size=16),
@@ -430,9 +434,11 @@ def follow(part, # an image or video processor, at its defaults
     return part
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ed9c9417
-IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"temporal_patch_size": 1}} # what a type's checkpoints set on their image processor that no config field gives:
+IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"temporal_patch_size": 1}, # what a type's checkpoints set on their image processor that no config field gives:
+                        "emu3": {"min_pixels": 128 * 128, "max_pixels": 128 * 128}}
 # Florence-2's tokens of an image, the DaViT tower's 7 x 7 patches of 32 on its 224-pixel crop and one pooled token (577 at its checkpoints' 768)
 # Dots3's tower embeds each patch of one frame (a 2-D convolution), where the Qwen2-VL processor it borrows stacks two
+# Emu3's budget of pixels (512 x 512 at the least): 128 x 128, its tiny VQ's 16 x 16 codes and a row's end each, 272 tokens (4,160)
 
 def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
     "Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video processors and feature extractor."
@@ -483,13 +489,29 @@ def image_expansion(proc, placeholder:str)->list:
     except Exception: return []
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0f6e891b
-CODEBOOK_NAMES = {"chameleon": ("num_embeddings", lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i)) + "Z")} # by type: its vq_config's key for the codebook's size, and a code's token (12: IMGIMGBCZ)
+CODEBOOKS = {"chameleon": ([("vq_config", "num_embeddings", lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i)) + "Z", None)], ()), # 12: IMGIMGBCZ
+             "emu3": ([("vq_config", "codebook_size", lambda i: f"<|visual token {i:06d}|>", None)], ("<|extra_200|>",)), # 12: <|visual token 000012|>; a row's end
+             "apertus1p5": ([("vision_config", "codebook_size", lambda i: f"<|visual token {i}|>", "image_token_offset"),
+                             ("audio_config", "codebook_size", lambda i: f"<|audio token {i}|>", "audio_token_offset")], ())}
+# by type: each codebook's sub-config, its key for the codebook's size, a code's token, and the config's key for the first code's id (where the model
+# finds its codes by offset, not by name: Apertus 1.5's image codes, then its audio codes); and the tokens the model finds beside them (Emu3 ends each row of codes with one)
 
 def codebook_tokens(model_type:str, config:dict)->list:
-    "The tokens that name a VQ image tokenizer's codes in the text vocabulary; [] for a model without one."
-    if model_type not in CODEBOOK_NAMES: return []
-    key, name = CODEBOOK_NAMES[model_type]
-    return [name(i) for i in range(config["vq_config"][key])]
+    "The tokens that name a VQ tokenizer's codes in the text vocabulary, in the order of its codebooks, and those the model finds beside them; [] for a model without one."
+    books, beside = CODEBOOKS.get(model_type, ([], ()))
+    return [name(i) for sub, key, name, _ in books for i in range(config[sub][key])] + list(beside)
+
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c0debf0f
+def codebook_offsets(model_type:str, config:dict, # the (tiny) config, its codebooks' sizes
+                     first:int|None=None, # the id of the first codebook's first code (None: the config's)
+                    )->dict:
+    "The config's ids of each codebook's first code, where the model finds its codes by offset: the codebooks one after another from `first`."
+    books, out = CODEBOOKS.get(model_type, ([], ()))[0], {}
+    at = first if first is not None else next((config[o] for *_, o in books if o), 0)
+    for sub, key, _, offset in books:
+        if offset: out[offset] = at
+        at += config[sub][key]
+    return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d7bc92a5
 def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text}, the ids of its image with the photograph)
@@ -554,13 +576,16 @@ def repeated_image_token(expansion:list, # the ids the processor makes of the im
 def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (processor, config keys it decides)
     "A vision-language model's processor, against its tiny config's shapes, and the ids its config takes from it."
     cls = config_class(model_type, cls_name)
-    shaped = cls(**shrink(config_defaults(cls, vision=True), {}, scale)).to_dict()   # the tiny config's shapes, and what its class derives from them
+    d = shrink(config_defaults(cls, vision=True), {}, scale)
+    shaped = cls(**{**d, **codebook_offsets(model_type, d)}).to_dict()   # the tiny config's shapes, and what its class derives from them
     proc, names, expansion = multimodal_processor(model_type, shaped)
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
     ids = {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
-    vocabulary = {"vocabulary_map": proc.tokenizer.get_vocab()} if model_type in CODEBOOK_NAMES else {}   # where the model finds its codes' tokens (and its image token)
-    return proc, {**ids, **repeated_image_token(expansion, ids, cls), **vocabulary}
+    vocabulary = {"vocabulary_map": proc.tokenizer.get_vocab()} if "vocabulary_map" in shaped else {}   # where the model finds its codes' tokens by name (and its image token)
+    codes = codebook_tokens(model_type, shaped)
+    offsets = codebook_offsets(model_type, shaped, proc.tokenizer.convert_tokens_to_ids(codes[0])) if codes else {}   # the codes' ids in the tiny vocabulary
+    return proc, {**ids, **repeated_image_token(expansion, ids, cls), **vocabulary, **offsets}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
 def audio_processor(model_type:str, dest:Path, ctc:bool):
@@ -607,7 +632,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, tokenizer_ids(tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "11" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "12" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
