@@ -132,6 +132,8 @@ OVERRIDES = {
     "fast_vlm": lambda s: dict(vision_config=dict(hidden_size=128 * s, image_size=1024, model_args=dict(inference_mode=True, layers=[1] * 5, embed_dims=[16 * s, 32 * s, 64 * s, 64 * s, 64 * s]))),
     # its timm FastViT-HD (125M) with one block a stage and tiny widths, its five stages and 64-fold downsampling kept (its features are twice its last width), on its checkpoints' 1,024-pixel images
     "apertus1p5_vision_tokenizer": dict(codebook_size=256), "wavtokenizer_encoder": dict(codebook_size=256), # their codebooks (131,072 and 4,096): tokens of the text vocabulary
+    "timm_wrapper": lambda s: dict(architecture=TIMM_TINY[s], pretrained_cfg=timm_pretrained_cfg(s), num_classes=len(IMAGENET_LABELS), label_names=IMAGENET_LABELS),
+    # a tiny timm model, and its data config, which its image processor reads from config.json; its classes are timm's `label_names`
     "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
     # and its attention as wide as the last level's channels (4 x the first, as 1,024 is 4 x 256)
@@ -361,7 +363,9 @@ STANDARD_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token", "sep_toke
 CONVENTIONAL = {"image_token": "<image>", "video_token": "<video>", "audio_token": "<audio>"} # the texts processors hard-code for these (PaliGemma's `<image>`)
 PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr": "glm4v", "qwen2_5_omni_thinker": "qwen2_5_omni",
                      "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3",
-                     "fast_vlm": "llava", "glmga": "glm46v"}   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
+                     "fast_vlm": "llava", "glmga": "glm46v",   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
+                     "siglip_vision_model": "siglip", "mlcd_vision_model": "clip", "dinov2_with_registers": "dinov2", "dinov3_convnext": "dinov3_vit",
+                     "tipsv2_vision_model": "tipsv2"}   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
@@ -615,11 +619,21 @@ def forward_inputs(model_cls)->list:
     params = inspect.signature(model_cls.forward).parameters
     return [n for n in ("input_ids", "token_type_ids", "attention_mask") if n in params or "kwargs" in params and n != "token_type_ids"]
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #71a1e0a2
+TIMM_TINY = {1: "test_resnet", 4: "resnet10t"} # by scale: the timm model a tiny timm wrapper holds (0.47M parameters at 160 pixels; 5.4M at 176)
+
+def timm_pretrained_cfg(scale:int=1)->dict:
+    "The `pretrained_cfg` of the tiny wrapper's timm model as timm writes it to a checkpoint's config.json (no weights' source, no nulls)."
+    import timm
+    from timm.models._hub import filter_pretrained_cfg
+    return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(), remove_source=True, remove_null=True)))
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #85361694
 def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tuple: # (tokenizer or processor, config keys it decides)
     "What the checkpoint reads its input with, and the config keys that follow from it (vocabulary, image tokens)."
     if group == "run_multimodal": return multimodal_reader(model_type, cls_name, scale)
-    if group in ("run_image_classifier", "run_image_encoder"): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type))(), {}
+    if model_type == "timm_wrapper": return transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(scale)), {}   # it reads its config's
+    if group in ("run_image_classifier", "run_image_encoder"): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
     if group in ("run_zero_shot_image", "run_speech_seq2seq"):
         proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
         return proc, tokenizer_ids(proc.tokenizer)
