@@ -365,7 +365,9 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
                      "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3",
                      "fast_vlm": "llava", "glmga": "glm46v",   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
                      "siglip_vision_model": "siglip", "mlcd_vision_model": "clip", "dinov2_with_registers": "dinov2", "dinov3_convnext": "dinov3_vit",
-                     "tipsv2_vision_model": "tipsv2"}   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
+                     "tipsv2_vision_model": "tipsv2",
+                     "cosmos3_omni": "qwen3_vl"}   # Cosmos3 Omni is Qwen3-VL's model with more heads: its checkpoints keep Qwen3-VL's processor
+FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder"} # a type whose processor takes another family's feature extractor (Nemotron-H Omni's audio is Parakeet's)   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
@@ -375,7 +377,7 @@ PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}
                 "pp_chart2table": "{image_token}" * 256}   # its processor leaves the image's 256 tokens to the chat template, as its checkpoints' template writes them
 TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its patch tokens
 ADDS_OWN_TOKENS = ("instructblip", "instructblipvideo", "blip-2")
-STARTS_WITH_BOS = ("fuyu",) # processors that drop the first token of their image's placeholders, taking it for the begin-of-text its tokenizer adds
+SENTENCEPIECE = ("fuyu",) # processors that drop the first token of their image's placeholders, taking it for the `▁` a SentencePiece tokenizer writes first
 SYNONYMS = {**dict.fromkeys(("image_seq_length", "image_seq_len", "num_image_tokens"), ("image_seq_length", "image_seq_len", "num_image_tokens", "mm_tokens_per_image"))}
 # a processor argument, and the config keys that may hold its value
 
@@ -447,7 +449,7 @@ IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"t
 def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
     "Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video processors and feature extractor."
     parts, fields, source = {}, vision_fields(config), PROCESSOR_SOURCES.get(model_type, model_type)
-    made = lambda table: registered(table.get(source) or table.get(model_type))()
+    made = lambda table, own=source: registered(table.get(own) or table.get(model_type))()
     for attr in pcls.get_attributes():
         if attr == "tokenizer": parts[attr] = tok
         elif "tokenizer" in attr: parts[attr] = wordpiece_tokenizer()
@@ -455,7 +457,7 @@ def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
             parts[attr] = follow(made(IMAGE_PROCESSOR_MAPPING_NAMES), fields)
             for k, v in IMAGE_PART_OVERRIDES.get(model_type, {}).items(): setattr(parts[attr], k, v)
         elif "video_processor" in attr: parts[attr] = follow(made(VIDEO_PROCESSOR_MAPPING_NAMES), fields)
-        elif "feature_extractor" in attr or "audio_processor" in attr: parts[attr] = made(FEATURE_EXTRACTOR_MAPPING_NAMES)
+        elif "feature_extractor" in attr or "audio_processor" in attr: parts[attr] = made(FEATURE_EXTRACTOR_MAPPING_NAMES, FEATURE_SOURCES.get(model_type, source))
     return parts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #53cf113a
@@ -517,6 +519,24 @@ def codebook_offsets(model_type:str, config:dict, # the (tiny) config, its codeb
         at += config[sub][key]
     return out
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #5e7a0c02
+def metaspace_tokenizer(pieces=(), # texts that are words of the vocabulary (a SentencePiece model's user-defined symbols)
+                        **kwargs, # to the tokenizer, e.g. `extra_special_tokens`
+                       ):
+    "SmolLM2's vocabulary as a SentencePiece (Unigram) tokenizer: `▁` for a space and before each text, byte fallback, `<unk>`, `<s>`, `</s>`."
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    to_byte, words = {c: b for b, c in bytes_to_unicode().items()}, {}
+    for token in bpe_tokenizer(build_demo()).backend_tokenizer.get_vocab(with_added_tokens=False):
+        try: words.setdefault(bytes(to_byte[c] for c in token).decode("utf-8").replace(" ", "▁"), None)
+        except (KeyError, UnicodeDecodeError): continue   # a piece of a character: the byte fallback writes it
+    vocab = [(t, 0.0) for t in ("<unk>", "<s>", "</s>")] + [(f"<0x{b:02X}>", 0.0) for b in range(256)] + [("▁", -1.0)]
+    vocab += [(p, 0.0) for p in pieces] + [(w, -1.0) for w in words if w != "▁" and w not in pieces]
+    tok = Tokenizer(models.Unigram(vocab, unk_id=0, byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", **kwargs)
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d7bc92a5
 def multimodal_processor(model_type:str, config:dict): # (the processor, {token name: its text}, the ids of its image with the photograph)
     "The type's processor over SmolLM2's tokenizer, with every token the processor and the config name."
@@ -524,8 +544,10 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
     names = {} if model_type in ADDS_OWN_TOKENS else {stem: token_text(stem) for stem in token_stems(config)}
     plain = codebook_tokens(model_type, config)   # texts the processor looks up, with no name: a VQ codebook's names first
     for _ in range(20):
-        tok = bpe_tokenizer(build_demo(), extra_special_tokens=names, **({"add_bos_token": True} if model_type in STARTS_WITH_BOS else {}))
-        if plain: tok.add_tokens(plain, special_tokens=True)
+        if model_type in SENTENCEPIECE: tok = metaspace_tokenizer(plain, extra_special_tokens=names)   # its image's tokens words of the vocabulary, as the checkpoints' are
+        else:
+            tok = bpe_tokenizer(build_demo(), extra_special_tokens=names)
+            if plain: tok.add_tokens(plain, special_tokens=True)
         try: proc = pcls(**processor_parts(pcls, model_type, tok, config), **processor_args(pcls, config, model_type))
         except (AttributeError, ValueError) as e:
             m = MISSING_TOKEN.search(str(e))
