@@ -134,6 +134,7 @@ OVERRIDES = {
     "apertus1p5_vision_tokenizer": dict(codebook_size=256), "wavtokenizer_encoder": dict(codebook_size=256), # their codebooks (131,072 and 4,096): tokens of the text vocabulary
     "timm_wrapper": lambda s: dict(architecture=TIMM_TINY[s], pretrained_cfg=timm_pretrained_cfg(s), num_classes=len(IMAGENET_LABELS), label_names=IMAGENET_LABELS),
     # a tiny timm model, and its data config, which its image processor reads from config.json; its classes are timm's `label_names`
+    "hrm_text": dict(num_layers_per_stack=None),   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
     "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
     # and its attention as wide as the last level's channels (4 x the first, as 1,024 is 4 x 256)
@@ -219,14 +220,17 @@ def kept_head_ratios(d:dict, old:dict, # the config being shrunk, and its defaul
     return d
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #a936e301
+EXPERT_GROUPS = ("n_group", "num_expert_group") # the expert groups' count by its two names (Ling's BailingHybrid keeps the second)
+
 def kept_expert_choice(d:dict)->dict:
-    "The experts per token, the expert groups and the top groups of `d` within its experts."
+    "The experts per token, the expert groups (`EXPERT_GROUPS`) and the top groups of `d` within its experts."
     experts = min((d[k] for k in EXPERTS if isinstance(d.get(k), int) and not isinstance(d[k], bool) and d[k] > 0), default=None)
     if not experts: return d
     for k in PER_TOKEN:
         if k in d and (d[k] is None and k == "num_experts_per_tok" or isinstance(d[k], int) and d[k] > experts): d[k] = min(2, experts)
-    if isinstance(d.get("n_group"), int) and (d["n_group"] > experts or experts % d["n_group"]): d["n_group"] = 1
-    if isinstance(d.get("topk_group"), int) and isinstance(d.get("n_group"), int): d["topk_group"] = min(d["topk_group"], d["n_group"])
+    for g in EXPERT_GROUPS:
+        if isinstance(d.get(g), int) and (d[g] > experts or experts % d[g]): d[g] = 1
+        if isinstance(d.get("topk_group"), int) and isinstance(d.get(g), int): d["topk_group"] = min(d["topk_group"], d[g])
     return d
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #40afde46
