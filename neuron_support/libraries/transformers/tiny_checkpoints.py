@@ -134,6 +134,10 @@ OVERRIDES = {
     "apertus1p5_vision_tokenizer": dict(codebook_size=256), "wavtokenizer_encoder": dict(codebook_size=256), # their codebooks (131,072 and 4,096): tokens of the text vocabulary
     "timm_wrapper": lambda s: dict(architecture=TIMM_TINY[s], pretrained_cfg=timm_pretrained_cfg(s), num_classes=len(IMAGENET_LABELS), label_names=IMAGENET_LABELS),
     # a tiny timm model, and its data config, which its image processor reads from config.json; its classes are timm's `label_names`
+    "dots1": dict(n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2),   # its class leaves the experts unset (its checkpoints: 128, 2 shared, 6 a token)
+    "lfm2_moe": dict(layer_types=["conv", "full_attention"], num_dense_layers=1),   # its class leaves the layers' kinds unset (its checkpoints mix both); one dense layer, one of experts
+    "luke": dict(entity_vocab_size=256), # its entities' table (500,000 rows)
+    "reformer": lambda s: dict(axial_pos_embds_dim=[32 * s, 32 * s]),   # its axial position embeddings' two parts sum to the width
     "hrm_text": dict(num_layers_per_stack=None),   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
     "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
