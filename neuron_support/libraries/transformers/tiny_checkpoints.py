@@ -138,7 +138,11 @@ OVERRIDES = {
     "lfm2_moe": dict(layer_types=["conv", "full_attention"], num_dense_layers=1),   # its class leaves the layers' kinds unset (its checkpoints mix both); one dense layer, one of experts
     "luke": dict(entity_vocab_size=256), # its entities' table (500,000 rows)
     "reformer": lambda s: dict(axial_pos_embds_dim=[32 * s, 32 * s]),   # its axial position embeddings' two parts sum to the width
-    "hrm_text": dict(num_layers_per_stack=None),   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
+    "hrm_text": dict(num_layers_per_stack=None),
+    "data2vec-vision": dict(out_indices=[1]),   # its segmentation head's layers (3, 5, 7, 11): the last of two
+    "kolibri1_1": dict(layer_types=["sliding_attention", "indexed_attention"], index_layers=[1], kv_source_layers=[0, 1], mlp_only_layers=[0], index_num_heads=1),
+    # one layer of each kind (its 40 sliding and 10 indexed), each its own keys' source, the first without experts (its first two), one indexer head
+    "dory": dict(layer_types=["sliding_attention", "mlp"], n_input_layers=0, n_recurrent_layers=2, n_output_layers=0),   # an attention and an MLP block, the recurrent stack alone (its 16, 40, 16)   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
     "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
     # and its attention as wide as the last level's channels (4 x the first, as 1,024 is 4 x 256)
