@@ -139,6 +139,8 @@ OVERRIDES = {
     "luke": dict(entity_vocab_size=256), # its entities' table (500,000 rows)
     "reformer": lambda s: dict(axial_pos_embds_dim=[32 * s, 32 * s]),   # its axial position embeddings' two parts sum to the width
     "hrm_text": dict(num_layers_per_stack=None),
+    "recurrent_gemma": dict(block_types=["recurrent", "attention"]),   # its blocks' cycle (two recurrent, one attention) over two layers: one of each
+    "zamba2": lambda s: dict(mamba_headdim=16 * s, attention_hidden_size=128 * s, attention_head_dim=32 * s),   # its shared attention over the states and the embeddings side by side (2 x the width); its Mamba heads' width: the tiny inner width (2 x 64) over its 8 heads (64 at its checkpoints')
     "data2vec-vision": dict(out_indices=[1]),   # its segmentation head's layers (3, 5, 7, 11): the last of two
     "kolibri1_1": dict(layer_types=["sliding_attention", "indexed_attention"], index_layers=[1], kv_source_layers=[0, 1], mlp_only_layers=[0], index_num_heads=1),
     # one layer of each kind (its 40 sliding and 10 indexed), each its own keys' source, the first without experts (its first two), one indexer head
