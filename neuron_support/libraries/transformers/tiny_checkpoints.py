@@ -18,6 +18,7 @@ from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
 from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
 from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
 from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
 from ...photo import photo
@@ -664,6 +665,14 @@ def timm_pretrained_cfg(scale:int=1)->dict:
     from timm.models._hub import filter_pretrained_cfg
     return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(), remove_source=True, remove_null=True)))
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7b1c0a02
+PAIR_LAYOUTS = {"longformer": "[CLS] $A [SEP] [SEP] $B [SEP]"} # by type: how its checkpoints' tokenizers (RoBERTa's) write a pair, where its model counts the separators
+
+def one_token_type(model_type:str, cls_name:str)->bool:
+    "Whether the config class's defaults have one token type (`type_vocab_size` 1): its checkpoints' tokenizers write none."
+    try: return config_class(model_type, cls_name)().to_dict().get("type_vocab_size") == 1
+    except Exception: return False   # defaults its own validators refuse: the shrunk config decides
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #85361694
 def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tuple: # (tokenizer or processor, config keys it decides)
     "What the checkpoint reads its input with, and the config keys that follow from it (vocabulary, image tokens)."
@@ -677,9 +686,18 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
         proc = audio_processor(model_type, dest, group == "run_ctc")
         return proc, {"vocab_size": len(CTC_VOCAB), "pad_token_id": 0} if group == "run_ctc" else {}
     masked = cls_name in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.values() and config_class(model_type, cls_name)().to_dict().get("causal") is False
-    tok = wordpiece_tokenizer() if group == "run_encoder" or masked else bpe_tokenizer(build_demo())   # XLM's masked LM, listed among the causal LMs too
-    tok.model_input_names = forward_inputs(getattr(transformers, cls_name))
-    return tok, tokenizer_ids(tok)
+    names = forward_inputs(getattr(transformers, cls_name))
+    if group == "run_encoder" and one_token_type(model_type, cls_name):   # its tokenizers write no token types (XLM-R's): saved so
+        names = [n for n in names if n != "token_type_ids"]
+        tok = wordpiece_tokenizer(model_input_names=names)
+    else: tok = wordpiece_tokenizer() if group == "run_encoder" or masked else bpe_tokenizer(build_demo())   # XLM's masked LM, listed among the causal LMs too
+    tok.model_input_names = names
+    if model_type not in PAIR_LAYOUTS: return tok, tokenizer_ids(tok)
+    backend = tok.backend_tokenizer
+    backend.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair=PAIR_LAYOUTS[model_type], special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
+    names = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=tok.model_input_names, **{n: getattr(tok, n) for n in names})   # its tokenizer.json as it is (BERT's class would write its own layout)
+    return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
 BUILD_VERSION = "12" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
