@@ -665,6 +665,16 @@ def timm_pretrained_cfg(scale:int=1)->dict:
     from timm.models._hub import filter_pretrained_cfg
     return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(), remove_source=True, remove_null=True)))
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #8c2d0e02
+def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
+    "A palette of colours evenly spaced in each channel, in the -1..1 range of ImageGPT's clusters."
+    steps = [-1 + 2 * i / (levels - 1) for i in range(levels)]
+    return [[r, g, b] for r in steps for g in steps for b in steps]
+
+IMAGE_PROCESSORS = {"timm_wrapper": lambda s: transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(s)),
+                    "imagegpt": lambda s: transformers.ImageGPTImageProcessor(clusters=color_cube(), size={"height": 32, "width": 32})}
+# by type: its image processor, made with what its checkpoints keep (ImageGPT's: 32 x 32 pixels, its 1,024 positions)
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7b1c0a02
 PAIR_LAYOUTS = {"longformer": "[CLS] $A [SEP] [SEP] $B [SEP]"} # by type: how its checkpoints' tokenizers (RoBERTa's) write a pair, where its model counts the separators
 
@@ -677,7 +687,7 @@ def one_token_type(model_type:str, cls_name:str)->bool:
 def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tuple: # (tokenizer or processor, config keys it decides)
     "What the checkpoint reads its input with, and the config keys that follow from it (vocabulary, image tokens)."
     if group == "run_multimodal": return multimodal_reader(model_type, cls_name, scale)
-    if model_type == "timm_wrapper": return transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(scale)), {}   # it reads its config's
+    if model_type in IMAGE_PROCESSORS: return IMAGE_PROCESSORS[model_type](scale), {}
     if group in ("run_image_classifier", "run_image_encoder"): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
     if group in ("run_zero_shot_image", "run_speech_seq2seq"):
         proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
