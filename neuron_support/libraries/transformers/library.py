@@ -25,6 +25,9 @@ MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES = auto_names("MODEL_FOR_SPEECH_SEQ_2_SE
 MODEL_FOR_CTC_MAPPING_NAMES = auto_names("MODEL_FOR_CTC_MAPPING_NAMES")
 MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAMES")
+MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES")
+MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES")
+MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #b594addf
@@ -105,6 +108,17 @@ def audio_language(config:dict)->bool:
     "Whether the config is an audio-language model's: an audio and a text sub-config, no vision tower, not an encoder-decoder."
     return "audio_config" in config and "text_config" in config and "vision_config" not in config and not config.get("is_encoder_decoder")
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
+def unserved(arch:str, # architectures[0], or ""
+             model_type:str, # config.json's model_type
+             config:dict, # the parsed config.json
+            )->str|None: # what the model is, and that no runner serves it; None for a model a runner serves
+    "A video model, an object detector or a table question-answering model: inputs no runner makes yet."
+    if model_type in MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES: return "a video model (it takes frames, not one photograph): no runner serves it yet"
+    if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() or model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder"):
+        return "an object detector (boxes over an image): no runner serves it yet"
+    if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
 def causal_class(arch:str, model_type:str)->str:
     "The class a causal LM loads with: `AutoModelForCausalLM`, or the declared class where that table does not route the config's type (a text config saved alone: `MllamaForCausalLM`)."
@@ -118,6 +132,7 @@ def choose_runner(config:dict, # the parsed config.json
     "The card's runner and load class for a checkpoint, from its config alone."
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if audio := audio_runner(arch): return audio
+    if unserved(arch, mt, config): return "", arch   # frames, boxes or tables: `unsupported` says which
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
@@ -185,7 +200,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
                      )->Plan:
     "transformers' plan: the runner and head class from the config, the cores from the weights, the card's inputs."
     runner, head = choose_runner(config)
-    if not runner: raise UsageError(f"model {ck.model_id!r} is {AUDIO_LANGUAGE} ({head})")
+    if not runner: raise UsageError(f"model {ck.model_id!r} is {unserved(head, config.get('model_type', ''), config) or AUDIO_LANGUAGE} ({head})")
     mt = config.get("model_type", "")
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
@@ -215,7 +230,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if config.get("model_type") not in known:
         return f"transformers does not know model_type {config.get('model_type')!r} and the repo brings no code for it"
     arch = (config.get("architectures") or ["no architectures"])[0]
-    if not runner: return f"{AUDIO_LANGUAGE} ({arch})"
+    if not runner: return f"{unserved(arch, config.get('model_type', ''), config) or AUDIO_LANGUAGE} ({arch})"
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
