@@ -382,7 +382,8 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
                      "siglip_vision_model": "siglip", "mlcd_vision_model": "clip", "dinov2_with_registers": "dinov2", "dinov3_convnext": "dinov3_vit",
                      "tipsv2_vision_model": "tipsv2",
                      "cosmos3_omni": "qwen3_vl"}   # Cosmos3 Omni is Qwen3-VL's model with more heads: its checkpoints keep Qwen3-VL's processor
-FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder"} # a type whose processor takes another family's feature extractor (Nemotron-H Omni's audio is Parakeet's)   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
+FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder", "wav2vec2-bert": "seamless_m4t"}
+# a type whose checkpoints keep another family's feature extractor (Nemotron-H Omni's audio is Parakeet's; w2v-BERT 2.0's filter banks are SeamlessM4T's)   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
@@ -631,7 +632,7 @@ def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (proc
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
 def audio_processor(model_type:str, dest:Path, ctc:bool):
     "The type's feature extractor at its defaults; for a CTC model, with a tokenizer over the demo's character vocabulary, as the type's processor."
-    fe = registered(FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type))()
+    fe = registered(FEATURE_EXTRACTOR_MAPPING_NAMES.get(FEATURE_SOURCES.get(model_type, model_type)))()
     if not ctc: return fe
     dest.mkdir(parents=True, exist_ok=True); (dest / "vocab.json").write_text(json.dumps(CTC_VOCAB))
     tok = transformers.Wav2Vec2CTCTokenizer(str(dest / "vocab.json"), word_delimiter_token="|")
