@@ -139,13 +139,13 @@ OVERRIDES = {
     "lfm2_moe": dict(layer_types=["conv", "full_attention"], num_dense_layers=1),   # its class leaves the layers' kinds unset (its checkpoints mix both); one dense layer, one of experts
     "luke": dict(entity_vocab_size=256), # its entities' table (500,000 rows)
     "reformer": lambda s: dict(axial_pos_embds_dim=[32 * s, 32 * s]),   # its axial position embeddings' two parts sum to the width
-    "hrm_text": dict(num_layers_per_stack=None),
+    "hrm_text": dict(num_layers_per_stack=None),   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
     "recurrent_gemma": dict(block_types=["recurrent", "attention"]),   # its blocks' cycle (two recurrent, one attention) over two layers: one of each
     "zamba2": lambda s: dict(mamba_headdim=16 * s, attention_hidden_size=128 * s, attention_head_dim=32 * s),   # its shared attention over the states and the embeddings side by side (2 x the width); its Mamba heads' width: the tiny inner width (2 x 64) over its 8 heads (64 at its checkpoints')
     "data2vec-vision": dict(out_indices=[1]),   # its segmentation head's layers (3, 5, 7, 11): the last of two
     "kolibri1_1": dict(layer_types=["sliding_attention", "indexed_attention"], index_layers=[1], kv_source_layers=[0, 1], mlp_only_layers=[0], index_num_heads=1),
     # one layer of each kind (its 40 sliding and 10 indexed), each its own keys' source, the first without experts (its first two), one indexer head
-    "dory": dict(layer_types=["sliding_attention", "mlp"], n_input_layers=0, n_recurrent_layers=2, n_output_layers=0),   # an attention and an MLP block, the recurrent stack alone (its 16, 40, 16)   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
+    "dory": dict(layer_types=["sliding_attention", "mlp"], n_input_layers=0, n_recurrent_layers=2, n_output_layers=0),   # an attention and an MLP block, the recurrent stack alone (its 16, 40, 16)
     "emu3_vqgan": lambda s: dict(codebook_size=256, base_channels=32 * s, hidden_size=128 * s, num_res_blocks=1),
     # its VQ image tokenizer: a codebook of 256 (32,768), convolutions from 32 channels (256), one block a level; its 8-fold downsampling kept,
     # and its attention as wide as the last level's channels (4 x the first, as 1,024 is 4 x 256)
@@ -380,10 +380,10 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
                      "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3",
                      "fast_vlm": "llava", "glmga": "glm46v",   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
                      "siglip_vision_model": "siglip", "mlcd_vision_model": "clip", "dinov2_with_registers": "dinov2", "dinov3_convnext": "dinov3_vit",
-                     "tipsv2_vision_model": "tipsv2",
+                     "tipsv2_vision_model": "tipsv2",   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
                      "cosmos3_omni": "qwen3_vl"}   # Cosmos3 Omni is Qwen3-VL's model with more heads: its checkpoints keep Qwen3-VL's processor
 FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder", "wav2vec2-bert": "seamless_m4t"}
-# a type whose checkpoints keep another family's feature extractor (Nemotron-H Omni's audio is Parakeet's; w2v-BERT 2.0's filter banks are SeamlessM4T's)   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
+# a type whose checkpoints keep another family's feature extractor (Nemotron-H Omni's audio is Parakeet's; w2v-BERT 2.0's filter banks are SeamlessM4T's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
 PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
@@ -706,8 +706,8 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     if model_type not in PAIR_LAYOUTS: return tok, tokenizer_ids(tok)
     backend = tok.backend_tokenizer
     backend.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair=PAIR_LAYOUTS[model_type], special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
-    names = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=tok.model_input_names, **{n: getattr(tok, n) for n in names})   # its tokenizer.json as it is (BERT's class would write its own layout)
+    specials = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=names, **{s: getattr(tok, s) for s in specials})   # its tokenizer.json as it is (BERT's class would write its own layout)
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
