@@ -9,7 +9,7 @@ __all__ = ['RUNNERS', 'CHECKS']
 import base64, io, wave, zlib
 import torch
 import transformers
-from .load import load_model
+from .load import load_model, model_inputs
 from ...core import compile_run, compiled, compiled_graphs, timed, reference_key, forward_twice
 from ...processes import first_line
 from ...checks import (cpu_references, compare_predictions, fingerprint, reference_file, load_reference, save_reference, quoted)
@@ -53,7 +53,7 @@ def audio_inputs(proc, plan:dict)->dict: # float32 tensors: input_features or in
     fe = feature_extractor(proc)
     raw = getattr(fe, "feature_size", 1) == 1 and not hasattr(fe, "num_mel_bins")   # raw samples in, not a spectrogram
     pad = dict(padding="max_length", max_length=plan["inputs"]["samples"]) if raw else {}
-    return dict(fe(clip().numpy(), sampling_rate=SAMPLING_RATE, return_tensors="pt", **pad))
+    return model_inputs(fe(clip().numpy(), sampling_rate=SAMPLING_RATE, return_tensors="pt", **pad))
 
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #65954d16
 def speech_generation_config(model, plan:dict):
@@ -81,7 +81,7 @@ def run_speech_seq2seq(plan:dict, path:str, device:str, state:dict)->dict:
     before = compile_run(model, plan, state, "gen")
     encoder = compiled(model.get_encoder(), plan)
     g = speech_generation_config(model, plan)
-    gen = lambda: model.generate(encoder_outputs=encoder(**feats), generation_config=g, return_dict_in_generate=True, output_scores=True)
+    gen = lambda: model.generate(**feats, encoder_outputs=encoder(**feats), generation_config=g, return_dict_in_generate=True, output_scores=True)
     with torch.inference_mode():
         out, first_s = timed(gen, device)
         out2, warm_s = timed(gen, device)

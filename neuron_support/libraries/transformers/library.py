@@ -28,6 +28,7 @@ MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAME
 MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES")
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
+MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #b594addf
@@ -108,16 +109,37 @@ def audio_language(config:dict)->bool:
     "Whether the config is an audio-language model's: an audio and a text sub-config, no vision tower, not an encoder-decoder."
     return "audio_config" in config and "text_config" in config and "vision_config" not in config and not config.get("is_encoder_decoder")
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #64ea5809
+OTHER_INPUTS = { # model type -> what its models take that no runner gives, where no table of transformers' and no config field says so
+    "evolla": "a protein-language model (protein sequences and structures beside its text)",
+    "pi0": "a robot policy (actions from camera images, the robot's state and an instruction; transformers does not generate with it)",
+    "pi05": "a robot policy (actions from camera images, the robot's state and an instruction; transformers does not generate with it)",
+    "diffusion_gemma": "a block-diffusion language model (it denoises blocks of tokens rather than generating greedily)",
+    "gemma4_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
+    "gemma4_unified_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
+    "udop": "a document model (the page's words and their boxes beside its image; its processor finds them with Tesseract OCR)",
+    "pix2struct": "an image-to-text model (the prompt is drawn onto the image: no text tokens)",
+    "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
+    "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
+}
+
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
              model_type:str, # config.json's model_type
              config:dict, # the parsed config.json
             )->str|None: # what the model is, and that no runner serves it; None for a model a runner serves
-    "A video model, an object detector or a table question-answering model: inputs no runner makes yet."
+    "What a model takes that no runner makes yet, by transformers' tables, the config's shape, or `OTHER_INPUTS` where neither tells."
     if model_type in MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES: return "a video model (it takes frames, not one photograph): no runner serves it yet"
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() or model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder"):
         return "an object detector (boxes over an image): no runner serves it yet"
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
+    if audio_language(config): return AUDIO_LANGUAGE
+    if arch and arch in {MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(t) for t in MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES}:   # saved alone, its type is the decoder's (musicgen_decoder)
+        return "the decoder of a text-to-audio model (one token stream per audio codebook): no runner serves it yet"
+    if config.get("languages") and config.get("default_language") is None:
+        return "a model of per-language adapters saved without a default language (its users call `set_default_language` first): no runner chooses one yet"
+    if model_type in OTHER_INPUTS: return f"{OTHER_INPUTS[model_type]}: no runner serves it yet"
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
 def causal_class(arch:str, model_type:str)->str:
@@ -131,13 +153,13 @@ def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
+    if unserved(arch, mt, config): return "", arch   # frames, boxes, tables, an audio chat...: `unsupported` says which
     if audio := audio_runner(arch): return audio
-    if unserved(arch, mt, config): return "", arch   # frames, boxes or tables: `unsupported` says which
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
     decoder_only = arch.endswith("ForCausalLM") or arch in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()  # declared: BartForCausalLM is a decoder
     if not decoder_only and (config.get("is_encoder_decoder") or mt in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
-        return ("", arch) if audio_language(config) else ("run_seq2seq", "AutoModelForSeq2SeqLM")   # an audio-language model: no runner (`unsupported` says why)
+        return "run_seq2seq", "AutoModelForSeq2SeqLM"
     if is_causal(arch, mt):
         moe_ep_only = is_moe(config) and (plans := parallel_plans(mt))[1] and not plans[0]   # asked of a MoE only: the config classes start torch
         return ("run_dense_ep" if moe_ep_only else "run_dense"), causal_class(arch, mt)
@@ -200,7 +222,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
                      )->Plan:
     "transformers' plan: the runner and head class from the config, the cores from the weights, the card's inputs."
     runner, head = choose_runner(config)
-    if not runner: raise UsageError(f"model {ck.model_id!r} is {unserved(head, config.get('model_type', ''), config) or AUDIO_LANGUAGE} ({head})")
+    if not runner: raise UsageError(f"model {ck.model_id!r} is {unserved(head, config.get('model_type', ''), config)} ({head})")
     mt = config.get("model_type", "")
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
@@ -230,7 +252,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if config.get("model_type") not in known:
         return f"transformers does not know model_type {config.get('model_type')!r} and the repo brings no code for it"
     arch = (config.get("architectures") or ["no architectures"])[0]
-    if not runner: return f"{unserved(arch, config.get('model_type', ''), config) or AUDIO_LANGUAGE} ({arch})"
+    if not runner: return f"{unserved(arch, config.get('model_type', ''), config)} ({arch})"
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:

@@ -25,3 +25,8 @@ def load_model(cls, path:str, plan:dict, device:str):
     if dc is not None: kw["distributed_config"] = dc
     model = cls.from_pretrained(path, **kw).eval()
     return model if dc is not None or device == "cpu" else model.to(device)
+
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #f71b0cbc
+def model_inputs(batch)->dict: # {name: tensor}
+    "A processor's output as the model's keyword arguments: its tensors, without the lists and numbers that are the processor's bookkeeping."
+    return {k: v for k, v in dict(batch).items() if isinstance(v, torch.Tensor)}

@@ -10,7 +10,7 @@ import inspect
 import torch
 import transformers
 from ...photo import photo, photo_tensor, INPUT_PICTURE
-from .load import load_model
+from .load import load_model, model_inputs
 from ...core import forward_twice, reference_key
 from ...processes import first_line
 from ...checks import cpu_references, check_hidden_states, near_tie, label_name, NEAR_TIE_NATS
@@ -22,9 +22,9 @@ def image_inputs(proc, # the checkpoint's image processor, or its processor (ima
                 )->dict: # float32 pixel values, and for zero-shot the labels' input_ids (and attention_mask)
     "The processor's tensors for the photograph, and the candidate labels' sentences when the plan has them."
     i = plan["inputs"]
-    if not i.get("candidate_labels"): return dict(proc(images=photo(), return_tensors="pt"))
+    if not i.get("candidate_labels"): return model_inputs(proc(images=photo(), return_tensors="pt"))
     pad = dict(padding="max_length", max_length=64, truncation=True) if "siglip" in plan["model_type"] else dict(padding=True)
-    return dict(proc(text=[i["hypothesis"].format(l) for l in i["candidate_labels"]], images=photo(), return_tensors="pt", **pad))
+    return model_inputs(proc(text=[i["hypothesis"].format(l) for l in i["candidate_labels"]], images=photo(), return_tensors="pt", **pad))
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #388e249c
 def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
