@@ -1,13 +1,16 @@
 """One vision or speech run against a hand-written torch.compile of the same model: compile, warm latency and wall, on this machine.
 
     python benchmarks/runner_floor.py [--models neuron-support-demo/tiny-vit neuron-support-demo/tiny-whisper] [--repeat 2]
+    python benchmarks/runner_floor.py --models timm:neuron-support-demo/tiny-timm-vit --out runner_floor_timm.json
 
 (a) the floor: one `python -c` process doing the run's work by hand: import torch and transformers, find the checkpoint in
     the Hub cache, load it in bf16 with its processor, the input through the processor (the photograph, or the clip), and
     for an image classifier `torch.compile(model, backend=aot_eager, fullgraph=True, dynamic=False)`, a first (compiling)
     and a warm forward pass, then the CPU's fp32 and bf16 references (eager); for a Whisper the encoder compiled and run
     once, the forward compiled for the decoder, 32 tokens greedy with a static cache, first and warm, then the CPU's fp32
-    greedy transcript (eager);
+    greedy transcript (eager); for a timm model (`timm:ID`) what timm's users write: `timm.create_model("hf-hub:ID",
+    pretrained=True)` in bf16, the photograph through `create_transform(**resolve_data_config(model=model))`, the model
+    compiled the same way, a first and a warm forward pass, then the fp32 and bf16 references (eager);
 (b) `python3 run.py` of the same plan in a run folder (its own rank process, the check, the photograph saved).
 Each figure is the median of --repeat rounds after a warm-up round that fills the Hugging Face cache; every round gets a
 fresh, empty reference cache, so run.py computes its references as the floor does. One torch thread each
@@ -71,14 +74,34 @@ n = len(out.scores)
 print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
                   "equal": out.sequences[0, -n:].tolist() == r.sequences[0, -len(r.scores):].tolist()}))
 '''
-FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR}
+TIMM_FLOOR = r'''
+import json, sys, time
+t0 = time.time()
+import torch, timm
+from timm.data import resolve_data_config, create_transform
+from neuron_support.photo import photo
+spec = json.loads(sys.argv[1])
+load = lambda dtype: timm.create_model(f"hf-hub:{spec['model_id']}@{spec['revision']}", pretrained=True).to(dtype).eval()
+model = load(torch.bfloat16)
+x = create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0)
+fwd = torch.compile(model, backend="aot_eager", fullgraph=True, dynamic=False)
+with torch.inference_mode():
+    t = time.time(); fwd(x.to(torch.bfloat16)); first = time.time() - t
+    t = time.time(); out = fwd(x.to(torch.bfloat16)); warm = time.time() - t
+refs = []
+for dtype in (torch.float32, torch.bfloat16):
+    with torch.inference_mode(): refs.append(load(dtype)(x.to(dtype))[0].float())
+print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
+                  "equal": int(out[0].argmax()) == int(refs[0].argmax())}))
+'''
+FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR}
 
 RENDER = r'''
 import json, sys
 from pathlib import Path
 from neuron_support.registry import make_plan, library_stack
 from neuron_support.script import render_run_py
-stack = library_stack("transformers", "cpu")
+stack = library_stack(sys.argv[3], "cpu")
 plan = make_plan(sys.argv[1], stack=stack)   # in a child: the Hub client reads HF_ENDPOINT when it is imported
 (Path(sys.argv[2]) / "run.py").write_text(render_run_py(plan, stack))
 print(json.dumps({"model_id": plan.model_id, "revision": plan.revision, "head_class": plan.head_class, "runner": plan.runner}))
@@ -103,9 +126,10 @@ def floor_round(spec: dict, env: dict) -> dict:
 
 
 def measure(model: str, repeat: int, scratch: Path, env: dict) -> dict:
-    "One model's rounds: the floor and run.py, a warm-up first, then `repeat` rounds; the medians and the ratio."
+    "One model's rounds (`ID`, or `LIBRARY:ID`): the floor and run.py, a warm-up first, then `repeat` rounds; the medians and the ratio."
+    library, _, model = model.rpartition(":")
     folder = scratch / model.replace("/", "--"); folder.mkdir()
-    spec = json.loads(subprocess.run([sys.executable, "-c", RENDER, model, str(folder)], capture_output=True, text=True, env=env, check=True).stdout)
+    spec = json.loads(subprocess.run([sys.executable, "-c", RENDER, model, str(folder), library or "transformers"], capture_output=True, text=True, env=env, check=True).stdout)
     floor_round(spec, env); run_py_round(folder, env)   # warm-up: the Hub cache and the page cache
     rounds = [(floor_round(spec, env), run_py_round(folder, env)) for _ in range(repeat)]
     med = lambda which, key: statistics.median(r[which][key] for r in rounds)
@@ -126,6 +150,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="+", default=["neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-whisper"])
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--out", default="runner_floor.json", help="the figures' file in benchmarks/results/")
     a = ap.parse_args()
     from neuron_support.demo import build_demo
     from neuron_support.hub import hub_server, hub_env
@@ -134,7 +159,7 @@ def main():
         env = {**os.environ, **hub_env(endpoint, scratch / "hf-home"), "OMP_NUM_THREADS": "1"}
         figs = [measure(m, a.repeat, scratch, env) for m in a.models]
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "runner_floor.json").write_text(json.dumps(figs, indent=1))
+    (HERE / "results" / a.out).write_text(json.dumps(figs, indent=1))
 
 
 if __name__ == "__main__":

@@ -92,13 +92,15 @@ def plan_entry(entry:dict, # a manifest entry
 # %% ../nbs/24_architectures.ipynb #adba0546
 def culprit(run:dict, # a run's row
             outcome:dict, # its outcome (outcome.json): cpu_defaults
+            library:str="transformers", # the table's library: a failure the CPU shares is its code's
            )->str|None: # a key of CULPRITS, None for a run that did not fail
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
     if result == "FAIL(output)" or run.get("cpu_eager") == "ok": return "device"
     if not run.get("cpu_eager") or pd.isna(run.get("cpu_eager")): return "undetermined"
-    return "settings" if outcome.get("cpu_defaults") == "ok" else "transformers"
+    if outcome.get("cpu_defaults") == "ok": return "settings"
+    return "transformers" if library == "transformers" else "library"   # timm's checkpoints are its own sizes: no wider build tells more
 
 # %% ../nbs/24_architectures.ipynb #700e0aad
 RUN_COLUMNS = ("runner", "result", "cpu_eager", "graph_breaks", "graph_break", "error_signature", "error", "notes", "compile_s", "graphs", "wall_s",
@@ -112,7 +114,7 @@ def architecture_row(entry:dict, # a manifest entry
     "An architecture's row, from its run's row and its run's outcome."
     try: outcome = json.loads((Path(run_dir) / OUTCOME_FILE).read_text())
     except (OSError, ValueError): outcome = {}
-    return {**entry_columns(entry, stack), **{k: run.get(k) for k in RUN_COLUMNS}, "settings": outcome.get("settings") or None, "culprit": culprit(run, outcome)}
+    return {**entry_columns(entry, stack), **{k: run.get(k) for k in RUN_COLUMNS}, "settings": outcome.get("settings") or None, "culprit": culprit(run, outcome, stack.library)}
 
 # %% ../nbs/24_architectures.ipynb #90c7e58e
 def runs_of(work:Path, pair:str)->dict:

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['NEAR_TIE_NATS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'BF16_DRIFT_FACTOR', 'near_tie', 'fingerprint', 'reference_file',
            'save_reference', 'load_reference', 'cpu_references', 'quoted', 'compare_predictions', 'label_name',
-           'check_hidden_states', 'check_score']
+           'check_hidden_states', 'check_score', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
 
 # %% ../nbs/09_checks.ipynb #87029c5c
 import gc, hashlib, json, math, os, time
@@ -144,3 +144,51 @@ def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
     d = abs(vdev - v32)
     if d <= allowed: return {"ok": True, "cpu_match": "Y", "prediction": f"score {vdev:.3f}"}
     return {"ok": False, "cpu_match": f"N score {vdev:.3f} vs {v32:.3f} (distance {d:.3f} > {allowed:.3f})", "prediction": f"score {vdev:.3f}"}
+
+# %% ../nbs/09_checks.ipynb #951000f9
+TOP_K, TOP_K_OVERLAP = 5, 4 # a classifier's top five must share at least four labels with fp32's
+
+# %% ../nbs/09_checks.ipynb #1f65c7ab
+def top_k(logits:torch.Tensor, id2label:dict|None, k:int=TOP_K)->list: # [(label, probability)], the likeliest first
+    "The k likeliest labels and their probabilities."
+    p = logits.float().softmax(-1)
+    return [(label_name(id2label, int(i)), float(p[i])) for i in p.argsort(descending=True)[:k]]
+
+# %% ../nbs/09_checks.ipynb #a6bffc64
+def top_k_shared(logits32:torch.Tensor, logits_dev:torch.Tensor, k:int=TOP_K, threshold:float=NEAR_TIE_NATS)->int:
+    "How many of the device's top k labels fp32 holds in its top k, or within a near-tie of its k-th (at a tie, which labels make the top k is arbitrary)."
+    lp = logits32.float().log_softmax(-1)
+    kth = float(lp.topk(k).values[-1])
+    return sum(float(lp[i]) >= kth - threshold for i in logits_dev.topk(k).indices.tolist())
+
+# %% ../nbs/09_checks.ipynb #0195c0aa
+def topk_text(ranking:list)->str:
+    "`tabby 0.62; tiger cat 0.20; ...`: a top-k list in a line, each label by its first name (ImageNet's hold synonyms after a comma: `tabby, tabby cat`)."
+    return "; ".join(f"{str(l).split(', ')[0]} {p:.2f}" for l, p in ranking)
+
+# %% ../nbs/09_checks.ipynb #35046137
+def check_classifier(ref:dict, # {"fp32": {"logits": [labels]}, "bf16": {...}}: the CPU's calls
+                     dev:dict, # {"logits": [labels]}: the device's
+                     id2label:dict|None, # the labels' names
+                     device:str="device", # what the prediction calls the device
+                    )->dict: # ok, cpu_match, prediction
+    "An image classifier: the top label by the encoders' rule, and the top five sharing at least four labels with fp32's."
+    r32, r16, d = (t.detach().float().cpu().reshape(-1) for t in (ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"]))
+    if d.shape != r32.shape: return {"ok": False, "cpu_match": f"N output shape {list(d.shape)} vs {list(r32.shape)}", "prediction": ""}
+    if bool(torch.isnan(d).any()): return {"ok": False, "cpu_match": "N the device output has NaNs", "prediction": ""}
+    k = min(TOP_K, len(d))
+    prediction = f"top-{k} on {device}: {topk_text(top_k(d, id2label, k))} | CPU fp32: {topk_text(top_k(r32, id2label, k))}"
+    verdict, _, gap = compare_predictions(r32.log_softmax(-1)[None], r32.argmax()[None], r16.argmax()[None], d.argmax()[None])
+    if verdict == "N":
+        names = [quoted(label_name(id2label, int(t.argmax()))) for t in (r32, d)]
+        return {"ok": False, "prediction": prediction, "cpu_match": f"N differs: {names[0]} vs {names[1]} (gap {gap:.3f})"}
+    if (shared := top_k_shared(r32, d, k)) < min(TOP_K_OVERLAP, k):
+        return {"ok": False, "prediction": prediction, "cpu_match": f"N the top {k} share {shared} labels with fp32's (at least {TOP_K_OVERLAP})"}
+    return {"ok": True, "prediction": prediction, "cpu_match": "Y" if verdict == "Y" else f"~ near-tie (gap {gap:.3f})"}
+
+# %% ../nbs/09_checks.ipynb #a25550c4
+def ranking_steps(rankings:list, # three [(label, probability)] lists, the likeliest first: the CPU's fp32, the CPU's bf16, the device's
+                 )->list: # one dict per rank
+    "The three rankings side by side, rank by rank, for a run's notebook."
+    return [{"rank": r + 1, **{who: f"{l} {p:.3f}" for who, (l, p) in zip(("CPU fp32", "CPU bf16", "device"), row)}}
+            for r, row in enumerate(zip(*rankings))]

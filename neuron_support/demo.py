@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['NER_LABELS', 'IMAGENET_LABELS', 'CTC_VOCAB', 'AUDIO_LABELS', 'demo_dir', 'bpe_tokenizer', 'wordpiece_tokenizer',
-           'save_tiny', 'decoder_ids', 'image_chat_template', 'labels', 'clip_tokenizer', 'whisper_tokenizer',
-           'whisper_generation', 'build_demo']
+           'save_tiny', 'decoder_ids', 'image_chat_template', 'labels', 'clip_tokenizer', 'sure_timm_head',
+           'save_timm_checkpoint', 'whisper_tokenizer', 'whisper_generation', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, logging, math, os, shutil, struct, tempfile, zlib
@@ -16,11 +16,12 @@ from typing import Callable
 
 import filelock, numpy as np, tokenizers, torch, transformers
 from .stack import UsageError, write_atomic
+from .photo import photo
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "10"
+DEMO_VERSION = "16"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -596,6 +597,55 @@ def save_clip_zero_shot(dest:Path, catalog:Path):
                                                         image_size=224, patch_size=32))
     save_tiny(dest, transformers.CLIPModel, config, transformers.CLIPProcessor(image_processor=transformers.CLIPImageProcessor(), tokenizer=tok))
 
+# %% ../nbs/02_demo.ipynb #b1c6477f
+LOGIT_SPREAD = 4.0 # a random timm head's logits on the photograph are scaled to this standard deviation: a trained classifier's, labels nats apart
+
+# %% ../nbs/02_demo.ipynb #cd30966e
+def sure_timm_head(model, # a timm model, in float32
+                   x:torch.Tensor, # the input its head is made sure on (the photograph, as a run makes it)
+                   spread:float=LOGIT_SPREAD)->None:
+    "Scale a random timm classifier's head (each layer that makes logits: LeViT's distillation head too), its biases zeroed, so that its logits on `x` spread as a trained one's; a model without a head is left as it is."
+    n = getattr(model, "num_classes", 0)
+    heads = [m for m in model.modules() if n and (isinstance(m, torch.nn.Linear) and m.out_features == n or isinstance(m, torch.nn.Conv2d) and m.out_channels == n)]
+    if not heads: return
+    with torch.no_grad():   # a random head's logits are a fraction of a nat apart, its bias as large (a ResNet's pooled features are small)
+        for h in heads:
+            if not h.weight.any(): torch.nn.init.normal_(h.weight, std=0.02)   # a head initialised to zero (Hiera's, gMLP's): every label alike
+            if h.bias is not None: h.bias.zero_()
+        std = float(model(x).float().std())
+        if std > 0 and math.isfinite(std):
+            for h in heads: h.weight.mul_(spread / std)
+
+# %% ../nbs/02_demo.ipynb #273a0b94
+def save_timm_checkpoint(model, dest:Path, model_config:dict|None=None):
+    "A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's layout: no `model_args` (see above)."
+    import timm
+    timm.models.save_for_hf(model, dest, model_config=model_config, safe_serialization=True)
+    config = json.loads((dest/"config.json").read_text())
+    config.pop("model_args", None)
+    (dest/"config.json").write_text(json.dumps(config, indent=2))
+
+# %% ../nbs/02_demo.ipynb #417ab0fd
+def save_timm(dest:Path, catalog:Path,
+              architecture:str, # one of timm's model names (its `test_` ones are the smallest of their families)
+              head:bool=True, # a head over IMAGENET_LABELS, or none (a feature extractor)
+             ):
+    "A tiny random timm model saved as timm saves a Hub checkpoint; its head over eight ImageNet labels (synsets, described), scaled to LOGIT_SPREAD, or none."
+    import timm
+    from timm.data import ImageNetInfo
+    torch.manual_seed(seed_of(dest.name))
+    model = timm.create_model(architecture, pretrained=False, num_classes=len(IMAGENET_LABELS) if head else 0).eval()
+    labels = {}
+    if head:
+        info = ImageNetInfo()
+        index = {info.index_to_description(i).split(", ")[0]: i for i in range(1000)}   # by its first name: "lynx, catamount"
+        picked = [index[l.split(", ")[0]] for l in IMAGENET_LABELS]
+        labels = {"label_names": [info.index_to_label_name(i) for i in picked],
+                  "label_descriptions": {info.index_to_label_name(i): info.index_to_description(i) for i in picked}}
+        from timm.data import resolve_data_config, create_transform
+        sure_timm_head(model, create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0))   # the photograph, as a run makes it
+    save_timm_checkpoint(model, dest, labels)
+
 # %% ../nbs/02_demo.ipynb #0acede55
 WHISPER_SPECIALS = ["<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>",
                     "<|nocaptions|>", "<|notimestamps|>"]
@@ -782,6 +832,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
     R = DemoRepo
     ST = partial(DemoRepo, library="sentence-transformers")
     DF = partial(DemoRepo, library="diffusers")
+    TM = partial(DemoRepo, library="timm")
     return [
         R(SMOLLM2_ID, lambda dest, catalog: save_smollm2(dest), "text-generation", "run_dense: real instruct model, fluent English", 2_400_000, 45),
         R(MINILM_ID, lambda dest, catalog: save_minilm(dest), "feature-extraction",
@@ -851,6 +902,15 @@ def demo_repos()->list: # DemoRepo, in catalog order
            255_000, 15, gated="manual"),
         DF(d("tiny-sd-custom-unet"), save_sd_custom_unet, "text-to-image",
            "excluded: trust-remote-code (model_index.json names the repo's own UNet class)", 190_000, 35),
+        TM(d("tiny-timm-resnet"), partial(save_timm, architecture="test_resnet"), "image-classification",
+           "run_timm_classifier: a ResNet (timm's test_resnet), eight ImageNet labels", 610_000, 42),
+        TM(d("tiny-timm-vit"), partial(save_timm, architecture="test_vit"), "image-classification",
+           "run_timm_classifier: a ViT (timm's test_vit), eight ImageNet labels", 505_000, 56),
+        TM(d("tiny-timm-convnext"), partial(save_timm, architecture="test_convnext", head=False), "image-feature-extraction",
+           "run_timm_encoder: a ConvNeXt without a head (num_classes 0), its pooled features", 315_000, 33),
+        TM(d("tiny-timm-unknown-architecture"), partial(save_changed, save=partial(save_timm, architecture="test_resnet"),
+                                                        change=lambda cfg: cfg.update(architecture="resnet_from_a_newer_timm")),
+           "image-classification", "excluded: unsupported-task (an architecture the installed timm does not have)", 135_000, 22),
     ]
 
 # %% ../nbs/02_demo.ipynb #b56c01ed

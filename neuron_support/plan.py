@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['bf16_weight_bytes', 'pickle_weight_bytes', 'Checkpoint', 'info_checkpoint', 'file_sizes', 'checkpoint_weight_bytes',
-           'model_source', 'hub_header', 'header_counts', 'read_text', 'Plan', 'plan_cores', 'plan_record']
+           'model_source', 'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan', 'plan_cores',
+           'plan_record']
 
 # %% ../nbs/04_plan.ipynb #e8e676af
 import functools, hashlib, json

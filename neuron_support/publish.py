@@ -303,7 +303,8 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "transformers": "fails everywhere in bf16: the CPU fails too, eagerly, and four times as wide as well (transformers' code)",
             "settings": "the card's settings do not fit this architecture: the CPU fails with them too, and generates with transformers' own",
             "undetermined": "not determined: the CPU's eager repeat did not finish",
-            "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs"} # whose a FAIL is (the `culprit` column)
+            "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs",
+            "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)"} # whose a FAIL is (the `culprit` column)
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
     pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),

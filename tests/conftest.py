@@ -189,12 +189,14 @@ DEMO_SWEEP_ONLY = {
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
     "diffusers": ["neuron-support-demo/tiny-sd", "neuron-support-demo/tiny-sd3", "neuron-support-demo/tiny-sd-vae-attention",
                   "neuron-support-demo/tiny-sd-gated", "neuron-support-demo/tiny-sd-custom-unet"],
+    "timm": ["neuron-support-demo/tiny-timm-resnet", "neuron-support-demo/tiny-timm-vit", "neuron-support-demo/tiny-timm-convnext",
+             "neuron-support-demo/tiny-timm-unknown-architecture"],
 }
 
 
 @pytest.fixture(scope="session")
 def demo_sweep_of_libraries(tmp_path_factory):
-    """`neuron-support sweep --demo --library transformers sentence-transformers diffusers --only ... --slots 2 --time-limit 900`,
+    """`neuron-support sweep --demo --library transformers sentence-transformers diffusers timm --only ... --slots 2 --time-limit 900`,
     run once per session (under pytest-xdist too): (its output folder, its CompletedProcess). The folder is shared: read only."""
     import shutil
     return once_per_session(tmp_path_factory, "demo-sweep-of-libraries",

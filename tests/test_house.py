@@ -229,12 +229,12 @@ def strangers(lib) -> list:
     return found
 
 
-@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers"])
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers", "timm"])
 def test_no_module_outside_a_library_folder_imports_it_or_names_its_runners(library):
     """Issue 43: a folder per library, and a shared core that names no library. The registry is the one module that lists
     them; sentence-transformers, built on transformers, reads transformers' table of model types."""
     lib = libraries()[library]
-    assert len(runners_of(lib)) >= {"transformers": 10, "sentence-transformers": 2, "diffusers": 1}[library]   # the runner names were found
+    assert len(runners_of(lib)) >= {"transformers": 10, "sentence-transformers": 2, "diffusers": 1, "timm": 2}[library]   # the runner names were found
     assert strangers(lib) == []
 
 
@@ -250,9 +250,9 @@ def test_the_stranger_check_can_fail(tmp_path, monkeypatch):
 TRANSFORMERS_CHECKS = ("generation_reference", "compare_generation", "judge_english", "check_encoder", "encoder_reference", "token_nlls")
 
 
-@pytest.mark.parametrize("library", ["sentence-transformers", "diffusers"])
+@pytest.mark.parametrize("library", ["sentence-transformers", "diffusers", "timm"])
 def test_other_libraries_run_py_carry_none_of_transformers_checks(library):
-    "A sentence-transformers or diffusers run.py carries the shared checks only: none of transformers' generation, judge or encoder checks."
+    "A sentence-transformers, diffusers or timm run.py carries the shared checks only: none of transformers' generation, judge or encoder checks."
     code = module_text(library)
     assert [f for f in TRANSFORMERS_CHECKS if re.search(rf"^def {f}\(", code, re.M)] == []
     assert re.search(r"^def near_tie\(", code, re.M)   # the shared rules are there

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPACE_ID = "aws-neuron/torch-neuronx-model-support"
 NOTEBOOK = notebook_path(CPU_PAIR, ONE_MODEL)   # the executed notebook of ONE_MODEL's run, in the dataset
 # the libraries the app must not import: the runs need them, the pages do not
-NOT_SHOWN = ("torch", "transformers", "diffusers", "sentence_transformers", "accelerate", "ray", "papermill", "ipykernel")
+NOT_SHOWN = ("torch", "transformers", "diffusers", "sentence_transformers", "timm", "accelerate", "ray", "papermill", "ipykernel")
 
 
 def requirement_lines(path: Path) -> list:

@@ -10,7 +10,7 @@ import functools, json
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 from neuron_support.stack import UsageError, Stack
-from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, encoder_task_kind)
+from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, PHOTO, encoder_task_kind)
 from neuron_support.plan import Plan, Checkpoint, checkpoint_weight_bytes, info_checkpoint, plan_cores, read_text
 from neuron_support.rules import exclusion
 from neuron_support.libraries.transformers.auto_classes import auto_names, CONFIG_MAPPING_NAMES
@@ -148,10 +148,18 @@ def causal_class(arch:str, model_type:str)->str:
               or model_type not in CONFIG_MAPPING_NAMES)   # a type transformers does not know fails to load, as it does for the checkpoint's users
     return "AutoModelForCausalLM" if routed else arch
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #65d6d37c
+def as_transformers_reads(config:dict)->dict:
+    "The config as transformers reads it: a timm checkpoint's (no model_type, a `pretrained_cfg`) as its timm wrapper's, with the wrapper's class for a head or none; any other as it is."
+    if "model_type" in config or "pretrained_cfg" not in config: return config
+    head = config.get("num_classes", (config.get("pretrained_cfg") or {}).get("num_classes", 1000))
+    return {**config, "model_type": "timm_wrapper", "architectures": ["TimmWrapperForImageClassification" if head else "TimmWrapperModel"]}
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #43cb48a4
 def choose_runner(config:dict, # the parsed config.json
                  )->tuple: # (runner name, head class name)
     "The card's runner and load class for a checkpoint, from its config alone."
+    config = as_transformers_reads(config)
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if unserved(arch, mt, config): return "", arch   # frames, boxes, tables, an audio chat...: `unsupported` says which
     if audio := audio_runner(arch): return audio
@@ -179,7 +187,6 @@ def has_chat_template(ck:Checkpoint)->bool:
     except json.JSONDecodeError: return False
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #ecdd918c
-PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG" # what the plan names as an image model's input
 CANDIDATE_LABELS = ("cat", "dog", "car", "bird", "house") # a zero-shot image classifier's candidates
 HYPOTHESIS = "This is a photo of {}." # the sentence each candidate is put in: transformers' zero-shot image pipeline's default
 CLIP = f'"{ENCODER_TEXT}" spoken by eSpeak NG, 16 kHz mono, 2.93 s' # what the plan names as an audio model's input
@@ -221,6 +228,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
                       max_new_tokens:int=MAX_NEW_TOKENS, prompt:str=PROMPT, min_new_tokens:int=0, # as make_plan's
                      )->Plan:
     "transformers' plan: the runner and head class from the config, the cores from the weights, the card's inputs."
+    config = as_transformers_reads(config)
     runner, head = choose_runner(config)
     if not runner: raise UsageError(f"model {ck.model_id!r} is {unserved(head, config.get('model_type', ''), config)} ({head})")
     mt = config.get("model_type", "")
@@ -249,6 +257,7 @@ def unsupported(task:str, # the listing's pipeline_tag
                 known=CONFIG_MAPPING_NAMES, # the model types this transformers knows
                )->str|None: # the reason, or None
     "Why no runner does what the card promises for this model's task."
+    config = as_transformers_reads(config)
     if config.get("model_type") not in known:
         return f"transformers does not know model_type {config.get('model_type')!r} and the repo brings no code for it"
     arch = (config.get("architectures") or ["no architectures"])[0]
@@ -267,10 +276,11 @@ def runner_and_fit(info:ModelInfo, # the listing's item, with a config
                    api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
                   )->tuple: # (category, reason) or (None, (runner, head class, weight bytes, cores, fit reasoning))
     "The plan's runner and fit for a listing item, or why the plan refuses it."
-    runner, head = choose_runner(info.config)
+    config = as_transformers_reads(info.config)
+    runner, head = choose_runner(config)
     if why := unsupported(info.pipeline_tag, info.config, runner): return "unsupported-task", why
     nbytes, estimated = checkpoint_weight_bytes(info_checkpoint(info, api or HfApi()), info.config)
-    try: cores, fit = plan_cores(runner, info.config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None, estimated, shards, ONE_CORE)
+    try: cores, fit = plan_cores(runner, config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None, estimated, shards, ONE_CORE)
     except UsageError as e: return "too-large", str(e)
     return None, (runner, head, nbytes, cores, fit)
 

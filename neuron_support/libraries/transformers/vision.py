@@ -13,8 +13,7 @@ from ...photo import photo, photo_tensor, INPUT_PICTURE
 from .load import load_model, model_inputs
 from ...core import forward_twice, reference_key
 from ...processes import first_line
-from ...checks import cpu_references, check_hidden_states, near_tie, label_name, NEAR_TIE_NATS
-from .checks import check_encoder
+from ...checks import cpu_references, check_hidden_states, near_tie, NEAR_TIE_NATS, top_k, top_k_shared, check_classifier, ranking_steps
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #3beaab52
 def image_inputs(proc, # the checkpoint's image processor, or its processor (image processor and tokenizer) for zero-shot
@@ -88,37 +87,6 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
     return cpu_references({**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
                            "dtypes": ["float32", "bfloat16"]}, cache_dir, "vision", call)
 
-# %% ../../../nbs/libraries/transformers/06_vision.ipynb #27099495
-TOP_K, TOP_K_OVERLAP = 5, 4 # a classifier's top five must share at least four labels with fp32's
-
-def top_k(logits:torch.Tensor, id2label:dict|None, k:int=TOP_K)->list: # [(label, probability)], the likeliest first
-    "The k likeliest labels and their probabilities."
-    p = logits.float().softmax(-1)
-    return [(label_name(id2label, int(i)), float(p[i])) for i in p.argsort(descending=True)[:k]]
-
-# %% ../../../nbs/libraries/transformers/06_vision.ipynb #4bf8dc7c
-def top_k_shared(logits32:torch.Tensor, logits_dev:torch.Tensor, k:int=TOP_K, threshold:float=NEAR_TIE_NATS)->int:
-    "How many of the device's top k labels fp32 holds in its top k, or within a near-tie of its k-th (at a tie, which labels make the top k is arbitrary)."
-    lp = logits32.float().log_softmax(-1)
-    kth = float(lp.topk(k).values[-1])
-    return sum(float(lp[i]) >= kth - threshold for i in logits_dev.topk(k).indices.tolist())
-
-# %% ../../../nbs/libraries/transformers/06_vision.ipynb #e5269d36
-def topk_text(ranking:list)->str:
-    "`tabby, tabby cat 0.62; tiger cat 0.20; ...`: a top-k list in a line (ImageNet's labels hold commas)."
-    return "; ".join(f"{l} {p:.2f}" for l, p in ranking)
-
-# %% ../../../nbs/libraries/transformers/06_vision.ipynb #d7fcc02e
-def check_classifier(ref:dict, dev:dict, id2label:dict|None, device:str="device")->dict: # ok, cpu_match, prediction
-    "An image classifier: the top label by the encoders' rule, and the top five sharing at least four labels with fp32's."
-    c = check_encoder("sequence-classification", ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"], id2label=id2label)
-    k = min(TOP_K, len(dev["logits"]))
-    prediction = f"top-{k} on {device}: {topk_text(top_k(dev['logits'], id2label, k))} | CPU fp32: {topk_text(top_k(ref['fp32']['logits'], id2label, k))}"
-    if not c["ok"]: return {**c, "prediction": prediction}
-    if (shared := top_k_shared(ref["fp32"]["logits"], dev["logits"], k)) < min(TOP_K_OVERLAP, k):
-        return {"ok": False, "prediction": prediction, "cpu_match": f"N the top {k} share {shared} labels with fp32's (at least {TOP_K_OVERLAP})"}
-    return {**c, "prediction": prediction}
-
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #11263e4a
 def label_ranking(logits:torch.Tensor, labels:list)->str:
     "`cat 0.61, dog 0.22, ...`: the candidate labels by decreasing probability."
@@ -158,9 +126,7 @@ def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one
                 {"rows": f"all {len(cos)}, the least", "device: cosine with fp32": round(float(cos.min()), 6), "CPU bf16: cosine with fp32": round(float(cos16.min()), 6)}]
     names = plan["inputs"].get("candidate_labels")
     rank = (lambda t: [(names[int(i)], float(p)) for p, i in zip(*t.softmax(-1).sort(descending=True))]) if names else (lambda t: top_k(t, id2label))
-    cols = [rank(ref["fp32"]["logits"]), rank(ref["bf16"]["logits"]), rank(dev["logits"])]
-    return [{"rank": r + 1, **{f"{who}": f"{l} {p:.3f}" for who, (l, p) in zip(("CPU fp32", "CPU bf16", "device"), row)}}
-            for r, row in enumerate(zip(*cols))]
+    return ranking_steps([rank(ref["fp32"]["logits"]), rank(ref["bf16"]["logits"]), rank(dev["logits"])])
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #f4e31fe4
 def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
