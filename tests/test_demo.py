@@ -96,6 +96,9 @@ def test_every_entry_has_its_files(catalog, entries):
             assert folders <= files and {"unet", "transformer"} & folders and {"vae", "tokenizer", "scheduler"} <= folders, id
             assert all(any(f.suffix == ".safetensors" for f in (repo(catalog, id) / k).iterdir()) for k in folders
                        if not k.startswith(("tokenizer", "scheduler"))), id
+        elif e["library_name"] == "timm":   # timm's Hub layout: config.json (architecture, pretrained_cfg) and the weights, no tokenizer or processor
+            assert files == {"config.json", "model.safetensors"}, id
+            assert "architecture" in json.loads((repo(catalog, id) / "config.json").read_text()), id
         else:
             assert "config.json" in files, id
             processor = "preprocessor_config.json" in files or "processor_config.json" in files   # an image model's; CLIP's with a tokenizer

@@ -119,7 +119,7 @@ def add_toy_library(checkout:Path)->list:
     (folder / "runs.py").write_text(TOY_RUNS)
     registry = package / "registry.py"
     before = registry.read_text()
-    line = 'PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers")'
+    line = 'PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm")'
     assert before.count(line) == 1, "the registry's line of libraries"
     registry.write_text(before.replace(line, line[:-1] + ', "toy")'))
     return [l for l in difflib.unified_diff(before.splitlines(), registry.read_text().splitlines(), lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]
@@ -130,7 +130,7 @@ def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
     listed from the Hub by its own library name, planned, run through its own run.py code, checked and tabled in its own pair."""
     from neuron_support.hub import hub_env, hub_server
     changed = add_toy_library(tmp_path / "checkout")
-    assert len(changed) == 2 and '"diffusers", "toy")' in changed[1], changed   # one line out, one in
+    assert len(changed) == 2 and '"timm", "toy")' in changed[1], changed   # one line out, one in
     demo = build_demo()
     catalog = tmp_path / "catalog"
     entries = []
@@ -159,4 +159,4 @@ def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
     assert "from ...core" not in run_py and "def check_encoder(" not in run_py   # its own code, whole, and none of transformers' checks
     # the command line names the registered libraries, the toy one included, and refuses an unknown one in one line
     bad = subprocess.run([shutil.which("neuron-support"), "select", "--library", "nope"], capture_output=True, text=True, env=env)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, toy-lib"], bad.stderr
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, timm, toy-lib"], bad.stderr
