@@ -24,7 +24,7 @@ def registered_names(source:str)->tuple: # (names, {old name: new name})
     "The model functions a timm module registers (`@register_model` before a `def`), and the deprecated names it maps to others."
     tree, names, old = ast.parse(source), [], {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any((d.func if isinstance(d, ast.Call) else d).__dict__.get("id") == "register_model" for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(getattr(d.func if isinstance(d, ast.Call) else d, "id", None) == "register_model" for d in node.decorator_list):
             names.append(node.name)
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "register_model_deprecations" and len(node.args) == 2:
             try: old.update(ast.literal_eval(node.args[1]))
@@ -43,12 +43,19 @@ def timm_architectures()->dict: # {architecture: its family}, empty where timm i
         out.update({n: f.stem for n in names}, **{n: f.stem for n in old})
     return out
 
-# %% ../../../nbs/libraries/timm/00_library.ipynb #f462ff43
+# %% ../../../nbs/libraries/timm/00_library.ipynb #f76b0c67
 MAX_SIDE = 4096 # the largest image side a plan accepts from a config (timm's largest models take 1,024 or so)
 
+def pretrained_cfg(config:dict)->dict:
+    "The checkpoint's `pretrained_cfg` (none: {}), checked to be what timm reads, a JSON object."
+    cfg = config.get("pretrained_cfg", {})
+    if not isinstance(cfg, dict): raise UsageError(f"its config.json's pretrained_cfg is {str(cfg)[:40]}: not a JSON object")
+    return cfg
+
+# %% ../../../nbs/libraries/timm/00_library.ipynb #1b44832c
 def input_size(config:dict)->list: # [channels, height, width]
     "The input size the checkpoint's `pretrained_cfg` names (timm's default, 3 x 224 x 224, where it names none), checked."
-    size = (config.get("pretrained_cfg") or {}).get("input_size", [3, 224, 224])
+    size = pretrained_cfg(config).get("input_size", [3, 224, 224])
     if not (isinstance(size, list) and len(size) == 3 and all(isinstance(s, int) and not isinstance(s, bool) and 0 < s <= MAX_SIDE for s in size)):
         raise UsageError(f"config.json's pretrained_cfg.input_size is {str(size)[:60]}: not [channels, height, width] of at most {MAX_SIDE} a side")
     return size
@@ -56,7 +63,7 @@ def input_size(config:dict)->list: # [channels, height, width]
 # %% ../../../nbs/libraries/timm/00_library.ipynb #f5c8ab34
 def num_classes(config:dict)->int:
     "The number of labels of the head: `num_classes` at the top of config.json, else its pretrained_cfg's, else timm's default of 1,000."
-    n = config.get("num_classes", (config.get("pretrained_cfg") or {}).get("num_classes", 1000))
+    n = config.get("num_classes", pretrained_cfg(config).get("num_classes", 1000))
     if not isinstance(n, int) or isinstance(n, bool) or n < 0: raise UsageError(f"config.json's num_classes is {str(n)[:40]}: not a count")
     return n
 
@@ -67,19 +74,28 @@ def timm_version()->str:
     "The installed timm's version, as the pair names it."
     return importlib.metadata.version("timm")
 
-# %% ../../../nbs/libraries/timm/00_library.ipynb #af51e47d
+# %% ../../../nbs/libraries/timm/00_library.ipynb #5f0ae124
+class UnknownArchitecture(UsageError):
+    "A checkpoint whose architecture the installed timm does not have: what timm itself refuses."
+
+# %% ../../../nbs/libraries/timm/00_library.ipynb #350021ba
+def described(config:dict)->tuple: # (architecture, family, runner, inputs)
+    "What config.json says of a timm checkpoint, each field checked: its architecture and family, a head or none, the photograph at its input size; else why not."
+    arch = config.get("architecture")
+    if not isinstance(arch, str) or not arch: raise UsageError("its config.json names no timm architecture (`architecture`): not a timm checkpoint")
+    family = timm_architectures().get(arch)
+    if family is None: raise UnknownArchitecture(f"{arch[:80]!r} is an architecture timm {timm_version()} does not have")
+    runner = TIMM_RUNNERS["classifier" if num_classes(config) else "encoder"]
+    return arch, family, runner, {"image": PHOTO, "input_size": input_size(config)}
+
+# %% ../../../nbs/libraries/timm/00_library.ipynb #d934e09e
 def timm_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s
               max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
               **_, # a generation's options: not used by this library
              )->Plan:
     "timm's plan: the architecture and its family, a classifier or a feature extractor, one core, the photograph at the checkpoint's input size."
-    arch = config.get("architecture")
-    if not isinstance(arch, str) or not arch:
-        raise UsageError(f"model {ck.model_id!r} names no timm architecture in its config.json (`architecture`): not a timm checkpoint")
-    family = timm_architectures().get(arch)
-    if family is None: raise UsageError(f"model {ck.model_id!r} is a {arch[:80]!r}, an architecture timm {timm_version()} does not have")
-    runner = TIMM_RUNNERS["classifier" if num_classes(config) else "encoder"]
-    inputs = {"image": PHOTO, "input_size": input_size(config)}
+    try: arch, family, runner, inputs = described(config)
+    except UsageError as e: raise type(e)(f"model {ck.model_id!r}: {e}") from None
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, family, wb, gb, min(max_cores, stack.cores), cores, estimated, one_core=ONE_CORE)
@@ -89,12 +105,9 @@ def timm_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s
 def timm_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # (category, reason) or (None, (runner, class, bytes, cores, fit))
     "The plan's runner and fit for a listing item, or why it is left out: no timm config, an architecture timm does not have, too large."
     ck = info_checkpoint(info, api or HfApi())
-    try:
-        config = read_config(ck)
-        arch, _, _ = config.get("architecture"), input_size(config), num_classes(config)
+    try: described(config := read_config(ck))
+    except UnknownArchitecture as e: return "unsupported-task", str(e)
     except UsageError as e: return "no-config", str(e)
-    if not isinstance(arch, str) or not arch: return "no-config", "config.json names no timm architecture (`architecture`): not a timm checkpoint"
-    if arch not in timm_architectures(): return "unsupported-task", f"{arch[:80]!r} is an architecture timm {timm_version()} does not have"
     try: p = timm_plan(ck, config, stack, max_cores)
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)

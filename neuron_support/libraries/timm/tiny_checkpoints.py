@@ -83,12 +83,11 @@ def wanted(family:str, architecture:str, only:list|None)->bool:
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #73c219ab
 def build_all(only:list|None=None, root:Path|None=None, say=None, scale:int=1)->list: # [{group, model_type, class, folder, params|skip}]
     "Build (or find built) the smallest model of every family `only` keeps; at a scale other than 1, none (timm's checkpoints are its own sizes, not shrunk)."
-    root = Path(root or demo_dir().parent / "architectures")
-    fams = families()
     if scale != 1: return []
-    picked = [(f, a) for f, archs in sorted(fams.items()) for a in archs if wanted(f, a, only)]
-    counts = counted(root / "timm", [a for _, a in picked], say)
-    todo = sorted({(f, smallest([a for g, a in picked if g == f], counts)) for f, _ in picked})
+    root = Path(root or demo_dir().parent / "architectures")
+    picked = {f: kept for f, archs in sorted(families().items()) if (kept := [a for a in archs if wanted(f, a, only)])}
+    counts = counted(root / "timm", [a for archs in picked.values() for a in archs], say)
+    todo = [(f, smallest(archs, counts)) for f, archs in picked.items()]
     out = []
     for i, (family, arch) in enumerate(todo, 1):
         t, folder = time.time(), checkpoint_folder(family, arch, root)

@@ -151,8 +151,8 @@ def causal_class(arch:str, model_type:str)->str:
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #65d6d37c
 def as_transformers_reads(config:dict)->dict:
     "The config as transformers reads it: a timm checkpoint's (no model_type, a `pretrained_cfg`) as its timm wrapper's, with the wrapper's class for a head or none; any other as it is."
-    if "model_type" in config or "pretrained_cfg" not in config: return config
-    head = config.get("num_classes", (config.get("pretrained_cfg") or {}).get("num_classes", 1000))
+    if "model_type" in config or not isinstance(cfg := config.get("pretrained_cfg"), dict): return config   # a pretrained_cfg that is no object: not timm's
+    head = config.get("num_classes", cfg.get("num_classes", 1000))
     return {**config, "model_type": "timm_wrapper", "architectures": ["TimmWrapperForImageClassification" if head else "TimmWrapperModel"]}
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #43cb48a4
