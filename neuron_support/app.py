@@ -654,9 +654,11 @@ def architecture_display(rows:pd.DataFrame)->pd.DataFrame:
 @patch
 def architecture_rows(self:Results, pair:str=NEWEST, # an architecture pair, or NEWEST: each library's newest
                       group:str=ALL, result:str=ALL, q:str="", # filters, as the models' views have
+                      library:str=ALL, # one library's tables (a pair's key names it too; NEWEST holds each library's newest)
                      )->pd.DataFrame: # sorted by model type and class
     "The architecture rows of a pair, filtered."
     a = self.arch
+    if library and library != ALL: a = a[a.library == library]
     if pair in (NEWEST, LATEST): a = a[a.pair.isin({lib: p for p in self.arch_pairs for lib in set(a.library[a.pair == p])}.values())]
     elif pair in self.arch_pairs: a = a[a.pair == pair]
     else: raise UsageError(f"pair {pair!r} has no architecture table")
@@ -667,12 +669,13 @@ def architecture_rows(self:Results, pair:str=NEWEST, # an architecture pair, or 
 
 # %% ../nbs/21_app.ipynb #40dd184d
 @patch
-def architectures_page(self:Results, pair:str=NEWEST, group:str=ALL, result:str=ALL, q:str="")->str:
+def architectures_page(self:Results, pair:str=NEWEST, group:str=ALL, result:str=ALL, q:str="", library:str=ALL)->str:
     "The Architectures page: per pair, each architecture, its result and culprit, filterable."
-    rows = self.architecture_rows(pair, group, result, q)
+    rows = self.architecture_rows(pair, group, result, q, library)
     found = Counter(rows.result)
     return render("architectures.html", table=architecture_display(rows), count=plural(len(rows), "architecture"), on=sorted(set(rows.pair)),
-                  split=[(r, found[r]) for r in ARCH_RESULTS if found[r]], pair=pair, group=group, result=result, q=q,
+                  split=[(r, found[r]) for r in ARCH_RESULTS if found[r]], pair=pair, group=group, result=result, q=q, library=library,
+                  libraries=choices(sorted(self.arch.library.dropna().unique())),
                   pairs=[NEWEST, *reversed(self.arch_pairs)], newest=NEWEST, groups=choices(sorted(self.arch.group.dropna().unique())),
                   results=choices(ARCH_RESULTS), devices=self.devices, harness=len(rows[rows.result.str.startswith("FAIL") & (rows.cpu_eager == "ok")]))
 
@@ -694,6 +697,15 @@ def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
     d = self.df.iloc[np.sort(np.concatenate([*self.latest_in.values(), np.array([], int)]))]
     d = d[(d.model_type == model_type) & (d.result != "EXCLUDED")]
     return d.sort_values(["tested_at", "model_id"], ascending=[False, True])
+
+# %% ../nbs/21_app.ipynb #f3a9c2d1
+@patch
+def family_of(self:Results, architecture:str)->str: # the family (its row's model type), or "" where no row has it among its members
+    "The family whose architecture-table row answers for a checkpoint's `architecture` (timm's config names one and no model type), by the rows' `members`, the newest table first."
+    for p in reversed(self.arch_pairs):
+        a = self.arch[(self.arch.pair == p) & self.arch.members.notna()]
+        if len(hit := a[[architecture in m.split() for m in a.members]]): return hit.model_type.iloc[0]
+    return ""
 
 # %% ../nbs/21_app.ipynb #03f20a00
 class NotFollowed(Exception):
@@ -761,9 +773,10 @@ def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_t
 
 # %% ../nbs/21_app.ipynb #293c822a
 def declared(config:dict)->tuple: # (model_type or "", class or None)
-    "The architecture a config.json declares: its model_type and its first class, as printable text of a sane length (the file is untrusted)."
+    "The architecture a config.json declares: its model_type and its first class (or timm's `architecture`, which has no model type), as printable text of a sane length (the file is untrusted)."
     mt, archs = config.get("model_type"), config.get("architectures")
     cls = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    if cls is None and isinstance(config.get("architecture"), str): cls = config["architecture"]   # a timm checkpoint's: its family is the architecture table's to say
     return (printable(mt)[:100] if isinstance(mt, str) else ""), (printable(cls)[:100] if cls else None)
 
 # %% ../nbs/21_app.ipynb #fa520a52
@@ -773,10 +786,12 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
     cfg, why = hub_config(model_id)
     if cfg is None: return dict(why=why)
     mt, cls = declared(cfg)
-    if not mt: return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
+    family = self.family_of(cls) if not mt and cls else ""   # timm's config names an architecture: its family's row answers for it
+    if not mt and cls and not family: return dict(why=f"its config.json on the Hub names no model_type, and no family of the architecture tables has {cls}, so its architecture is not known")
+    if not (mt := mt or family): return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
     arch, tested = self.architecture_of(mt, cls), self.tested_of_type(mt)
     found = Counter(tested.result)
-    return dict(why="", model_type=mt, cls=cls, arch=architecture_display(arch), arch_pair=arch.pair.iloc[0] if len(arch) else "",
+    return dict(why="", model_type=mt, cls=cls, family=bool(family), arch=architecture_display(arch), arch_pair=arch.pair.iloc[0] if len(arch) else "",
                 exact=cls is not None and (arch["class"] == cls).any(), counts=[(r, found[r]) for r in RESULTS if found[r]], tested=tested.model_id.nunique(), runs=len(tested),
                 tested_table=pd.DataFrame({"model": tested.model_id, "library": tested.library, "pair": tested.pair, "result": tested.result}).head(LIMIT),
                 tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
@@ -988,8 +1003,8 @@ def web_app(self:Results)->"fastapi.FastAPI":
         return answer(lambda: (200, self.models_section(view, task, runner, result, pair, q, library)))
 
     @app.get("/architectures")
-    def architectures(pair:str=NEWEST, group:str=ALL, result:str=ALL, q:str=""):
-        return answer(lambda: (200, self.architectures_page(pair, group, result, q)))
+    def architectures(pair:str=NEWEST, group:str=ALL, result:str=ALL, q:str="", library:str=ALL):
+        return answer(lambda: (200, self.architectures_page(pair, group, result, q, library)))
 
     @app.get("/model")
     def model(id:str="", pair:str=""): return answer(lambda: self.model_page(id.strip(), pair or None))

@@ -62,7 +62,15 @@ TIME_LIMIT = 300 # seconds a tiny checkpoint's run gets by default: a tiny model
 # %% ../nbs/24_architectures.ipynb #d81d0959
 def entry_columns(entry:dict, stack:Stack)->dict:
     "The columns of an architecture's row that its manifest entry and the stack give."
-    return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"), **stack_columns(stack)}
+    return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"),
+            "members": " ".join(entry["members"]) if entry.get("members") else None, **stack_columns(stack)}
+
+# %% ../nbs/24_architectures.ipynb #a7c3e915
+def with_members(table:pd.DataFrame, manifest:list)->pd.DataFrame:
+    "The table with each family's members as this build names them: a row its run left unchanged, written before (or by a library version with fewer), gets them too."
+    members = {(e["model_type"], e["class"]): " ".join(e["members"]) for e in manifest if e.get("members")}
+    if not members or not len(table): return table
+    return table.assign(members=[members.get((mt, c), m) for mt, c, m in zip(table.model_type, table["class"], table.members)])
 
 # %% ../nbs/24_architectures.ipynb #e0987119
 def built_since(folder, # a checkpoint's folder
@@ -222,7 +230,7 @@ def architectures(library:str="transformers", # the library whose architectures 
     runs = runs_of(work, pair)   # the runs that ended, whether or not a crash kept them out of the table: none is run again
     in_table = {n: {"tested_at": r["tested_at"]} for r in table.to_dict("records") for n, e in by_folder.items()
                 if (e["model_type"], e["class"]) == (r["model_type"], r["class"])}   # a run the table holds already (a builder's SKIP made of it stays)
-    table = merge_architectures(table, ended_rows(runs, by_folder, stack, work, pair, counted=in_table))
+    table = with_members(merge_architectures(table, ended_rows(runs, by_folder, stack, work, pair, counted=in_table)), manifest)
     old = {(r["model_type"], r["class"]): r for r in table.to_dict("records")}
     items, rows = [], []
     for e in manifest:

@@ -21,7 +21,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "16"
+DEMO_VERSION = "17"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -588,6 +588,13 @@ def save_dinov2(dest:Path, catalog:Path):
                                             image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
     save_tiny(dest, transformers.Dinov2Model, config, images)
 
+# %% ../nbs/02_demo.ipynb #d1e45b01
+def save_dpt_depth(dest:Path, catalog:Path):
+    "A tiny DPT depth estimator at 224 pixels with DPT's image processor; its weights drawn five times wider than transformers' default, so that its map has depths (at the default, its head's ReLUs leave zeros and 1e-8s)."
+    config = transformers.DPTConfig(**{**TINY_VIT, "num_hidden_layers": 4}, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 64],
+                                    fusion_hidden_size=32, head_in_index=-1, initializer_range=0.1)
+    save_tiny(dest, transformers.DPTForDepthEstimation, config, transformers.DPTImageProcessorPil(size={"height": 224, "width": 224}))
+
 # %% ../nbs/02_demo.ipynb #7c31dd99
 def save_clip_zero_shot(dest:Path, catalog:Path):
     "A tiny CLIP with both towers (CLIPModel), CLIP's image processor and the byte-level CLIP tokenizer: a zero-shot image classifier."
@@ -869,6 +876,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-bert-embed"), save_bert, "sentence-similarity", "run_encoder: no head (AutoModel)", 110_000, 62),
         R(d("tiny-vit"), save_vit_classifier, "image-classification", "run_image_classifier: ViT, eight ImageNet labels", 560_000, 47),
         R(d("tiny-dinov2"), save_dinov2, "image-feature-extraction", "run_image_encoder: DINOv2, no head", 340_000, 74),
+        R(d("tiny-dpt-depth"), save_dpt_depth, "depth-estimation", "run_depth_estimation: DPT, a depth for each pixel", 125_000, 34),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),

@@ -314,6 +314,7 @@ SYNTHETIC_CONFIGS = {
     "image-classification": {"architectures": ["ViTForImageClassification"], "model_type": "vit"},
     "image-feature-extraction": {"architectures": ["Dinov2Model"], "model_type": "dinov2"},
     "zero-shot-image-classification": {"architectures": ["CLIPModel"], "model_type": "clip", "text_config": {}, "vision_config": {}},
+    "depth-estimation": {"architectures": ["DPTForDepthEstimation"], "model_type": "dpt"},
     "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
     "audio-classification": {"architectures": ["ASTForAudioClassification"], "model_type": "audio-spectrogram-transformer"},
 }

@@ -183,7 +183,7 @@ DEMO_SWEEP_ONLY = {
     "transformers": ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-no-weights", "neuron-support-demo/giant-405b",
                      "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code",
                      "neuron-support-demo/tiny-qwen2.5-vl", "neuron-support-demo/tiny-smolvlm",
-                     "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip",
+                     "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip", "neuron-support-demo/tiny-dpt-depth",
                      "neuron-support-demo/tiny-whisper", "neuron-support-demo/tiny-wav2vec2-ctc", "neuron-support-demo/tiny-ast"],
     "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
@@ -254,6 +254,21 @@ def pytest_collection_modifyitems(items):
 # class of its type (each head, the bare encoder, BERT as a decoder).
 ARCHITECTURES_ONLY = "llama,bert,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx"
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
+
+
+# timm's architecture table, two families (their smallest models, timm's test models), its own cache of checkpoints and parameter counts:
+# tests/test_timm.py reads the table, tests/test_app.py the page of a timm model no table holds, which its family's row answers.
+TIMM_ARCHITECTURES_ONLY = "resnet:test_resnet,convnext:test_convnext"
+
+
+@pytest.fixture(scope="session")
+def timm_architecture_table(tmp_path_factory):
+    "`neuron-support architectures --library timm --only TIMM_ARCHITECTURES_ONLY --slots 2 --device cpu`, once per session: (its output folder, its CompletedProcess)."
+    import shutil
+    cache = session_folder(tmp_path_factory) / "timm-architectures-cache"
+    return once_per_session(tmp_path_factory, "timm-architectures",
+                            [shutil.which("neuron-support"), "architectures", "--library", "timm", "--only", TIMM_ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu"],
+                            timeout=900, env={"NEURON_SUPPORT_CACHE": str(cache), "OMP_NUM_THREADS": "1"})
 
 
 @pytest.fixture(scope="session")

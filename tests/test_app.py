@@ -757,7 +757,7 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     # image-text-to-text models, the vision-language ones among them) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
     assert set(zip(beyond.library, beyond.model_id)) == {("transformers", m) for m in ("sentence-transformers/all-MiniLM-L6-v2", f"{DEMO}/tiny-vit",
-                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
+                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-dpt-depth", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("timm")   # timm swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
@@ -766,14 +766,14 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
     assert pg.locator("#models p").first.inner_text() == "21 models: 13 PASS, 8 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, timm 4, transformers 7. "
-                                                     "Not shown here: 6 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
+                                                     "Not shown here: 7 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
     assert pg.locator("#models p").first.inner_text() == "7 models: 3 PASS, 4 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 7. "
-                                                     "Not shown here: 7 more models (every model's latest run).")
+                                                     "Not shown here: 8 more models (every model's latest run).")
     # Selected is still the newest selection alone: timm's, swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")
@@ -799,6 +799,23 @@ def test_an_image_classifiers_page_shows_its_photograph_and_both_rankings(browse
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"/files/runs/{pair}/{model.replace('/', '--')}/input.png"]
     assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the photograph it saw"]
     assert natural_widths(pg, "#pictures img") == [224]   # fetched and decoded: the photograph itself
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+def test_a_depth_estimators_page_shows_both_maps_beside_the_photograph(browser, demo_sweep, demo_sweep_url):
+    """The tiny DPT of the session's sweep: its page shows the depth map the device computed beside the CPU's fp32 map, both
+    drawn on fp32's range, and the photograph it saw; the notes give the map's error against bf16's."""
+    model = f"{DEMO}/tiny-dpt-depth"
+    pg = folder_page(browser, demo_sweep_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+    assert pg.locator("#notes").inner_text().startswith("depth on cpu: relative error "), pg.locator("#notes").inner_text()
+    run = f"/files/runs/{df_pair(demo_sweep, model)}/{model.replace('/', '--')}"
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"{run}/image.png", f"{run}/image_cpu.png", f"{run}/input.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["cpu (aot_eager), bf16, compiled", "CPU fp32 reference", "the photograph it saw"]
+    assert natural_widths(pg, "#pictures img") == [224, 224, 224]   # fetched and decoded: the two maps at the processor's size, and the photograph
+    pg.locator("#pictures").screenshot(path=str(DOCS / "app-depth.png"))
     clean(pg)
     assert pg.outside == []
     pg.context.close()
@@ -945,6 +962,63 @@ def test_the_architectures_view_and_a_tested_models_type(browser, architectures_
     # a tested model's page shows its model type's rows
     pg.goto(architectures_url + "model?" + urllib.parse.urlencode({"id": f"{DEMO}/tiny-llama"}))
     assert column(pg, "class", "#model-architecture") == ["LlamaForCausalLM"] and column(pg, "result", "#model-architecture") == ["PASS"]
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+@pytest.fixture(scope="module")
+def timm_hub(tmp_path_factory):
+    "A local Hub of three timm checkpoints' config.json: a ResNet-50 (a member of the resnet family, not its smallest), an architecture no family has, and one whose name is markup."
+    from neuron_support.hub import hub_server
+    root = tmp_path_factory.mktemp("timm-hub")
+    configs = {"resnet50": {"architecture": "resnet50", "num_classes": 1000, "pretrained_cfg": {"input_size": [3, 224, 224]}},
+               "unknown": {"architecture": "no_such_net", "num_classes": 10}, "markup": {"architecture": "<b id=injected>resnet50</b>"}}
+    for name, config in configs.items():
+        (root / "models" / "timm" / name).mkdir(parents=True)
+        (root / "models" / "timm" / name / "config.json").write_text(json.dumps(config))
+    (root / "catalog.json").write_text(json.dumps({"models": [{"id": f"timm/{n}"} for n in configs]}))
+    with hub_server(root) as endpoint: yield endpoint
+
+
+@pytest.fixture(scope="module")
+def timm_architectures_url(demo_sweep, architecture_table, timm_architecture_table, timm_hub, tmp_path_factory):
+    "The app over the session's demo sweep (its timm models among them) and both libraries' architecture tables (the session's transformers table, timm's two families), its Hub the one above."
+    folder = tmp_path_factory.mktemp("two-architecture-tables")
+    shutil.copytree(demo_sweep / "data", folder / "data")
+    for out, p in (architecture_table, timm_architecture_table):
+        assert p.returncode == 0, p.stderr[-3000:]
+        shutil.copytree(out / "architectures", folder / "architectures", dirs_exist_ok=True)
+    yield from serve(str(folder), HF_ENDPOINT=timm_hub)
+
+
+def test_an_untested_timm_models_page_answers_by_its_family(browser, timm_architectures_url):
+    """A timm checkpoint no table holds: its config.json names an `architecture` and no model type; the page finds the row of
+    its family by the row's members (timm's table has a row per family, its smallest model), and says which. An architecture
+    no family has, and one whose name is markup, are a sentence each. The Architectures page's library menu shows one
+    library's tables."""
+    pg = folder_page(browser, timm_architectures_url + "model?" + urllib.parse.urlencode({"id": "timm/resnet50"}))
+    pg.locator("#untested-architecture").wait_for(timeout=30_000)
+    assert pg.locator("#untested-architecture").inner_text() == ("Not tested on any pair. On the Hub, its config.json declares the architecture resnet50, "
+                                                                 "of the family resnet (its architecture table's row answers for each member).")
+    assert column(pg, "class", "#untested-arch") == ["test_resnet"] and column(pg, "result", "#untested-arch") == ["PASS"]
+    assert "The family's smallest architecture, as a random checkpoint at the library's own size, on" in pg.locator("#untested").inner_text()
+    assert pg.locator("#untested-tested").inner_text() == "1 tested checkpoint of this model type: 1 PASS."   # the demo's tiny timm ResNet
+    assert column(pg, "model", "#untested-models") == [f"{DEMO}/tiny-timm-resnet"]
+    for name, sentence in (("unknown", "no family of the architecture tables has no_such_net"), ("markup", "no family of the architecture tables has <b id=injected>")):
+        pg.goto(timm_architectures_url + "model?" + urllib.parse.urlencode({"id": f"timm/{name}"}))
+        assert sentence in pg.locator("#untested-why").inner_text(), pg.locator("main").inner_text()
+        assert pg.locator("#injected").count() == 0
+    pg.goto(timm_architectures_url + "architectures")
+    assert pg.locator("#library option").all_inner_texts() == ["all", "timm", "transformers"]
+    pg.select_option("#library", "timm")
+    pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url(re.compile(r"library=timm"))
+    assert column(pg, "model type", "#architectures-table") == ["convnext", "resnet"] and pg.locator("#arch-count").inner_text() == "2 architectures"
+    pg.select_option("#library", "transformers")
+    pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url(re.compile(r"library=transformers"))
+    assert "resnet" not in column(pg, "model type", "#architectures-table") and pg.locator("#arch-count").inner_text() == "16 architectures"
     clean(pg)
     assert pg.outside == []
     pg.context.close()

@@ -32,7 +32,7 @@ EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-no-weights": ("no-weights", "no .safetensors or pytorch_model*.bin file"),
     "neuron-support-demo/tiny-bad-config": ("no-config", "does not parse"),
     EXTRA: ("unsupported-task", "(BertForMaskedLM): no runner generates with it"),
-    NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder or zero-shot image class "
+    NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder, zero-shot image or depth-estimation class "
                                      "(BertForSequenceClassification): no vision runner serves it"),
     NOT_AUDIO: ("unsupported-task", "an automatic-speech-recognition model without a speech-recognition, CTC or audio-classification class "
                                     "(Wav2Vec2Model): no audio runner serves it"),

@@ -281,7 +281,7 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
     want = {"neuron-support-demo/tiny-llama": "PASS", "neuron-support-demo/tiny-no-weights": "EXCLUDED",
             "neuron-support-demo/giant-405b": "EXCLUDED", "neuron-support-demo/tiny-llama-gptq": "EXCLUDED",
             "neuron-support-demo/tiny-custom-code": "EXCLUDED", "neuron-support-demo/tiny-vit": "PASS",
-            "neuron-support-demo/tiny-dinov2": "PASS", "neuron-support-demo/tiny-clip": "PASS",   # the vision models: tests/test_vision.py
+            "neuron-support-demo/tiny-dinov2": "PASS", "neuron-support-demo/tiny-clip": "PASS", "neuron-support-demo/tiny-dpt-depth": "PASS",   # the vision models: tests/test_vision.py
             "neuron-support-demo/tiny-whisper": "PASS", "neuron-support-demo/tiny-wav2vec2-ctc": "PASS", "neuron-support-demo/tiny-ast": "PASS",   # tests/test_audio.py
             "neuron-support-demo/tiny-qwen2.5-vl": "PASS", "neuron-support-demo/tiny-smolvlm": "PASS"}   # the vision-language models: tests/test_vision.py
     assert set(DEMO_SWEEP_ONLY["transformers"]) == set(want)

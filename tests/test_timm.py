@@ -94,15 +94,14 @@ def test_a_timm_checkpoint_through_transformers(tmp_path):
     assert (outcome["result"], outcome["check"]) == ("PASS", "cpu"), outcome
 
 
-def test_timms_architecture_table(tmp_path):
+def test_timms_architecture_table(timm_architecture_table, tmp_path_factory):
     """`neuron-support architectures --library timm --only ...`: a family's checkpoint is one of timm's own models with random
     weights (here the ResNet's and ConvNeXt's smallest, timm's test models), its head made sure on the photograph, planned and
-    run through the sweep's machinery into the timm pair's table; each PASS, its family the row's model type."""
+    run through the sweep's machinery into the timm pair's table; each PASS, its family the row's model type, and every
+    architecture of its family its members (what finds the row of a checkpoint of another member, resnet50's)."""
+    import timm
     from neuron_support.publish import architecture_path, read_architectures
-    out = tmp_path / "out"
-    env = {**os.environ, "NEURON_SUPPORT_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}   # its own checkpoints and counts
-    p = subprocess.run([shutil.which("neuron-support"), "architectures", "--library", "timm", "--only", "resnet:test_resnet,convnext:test_convnext",
-                        "--slots", "2", "--device", "cpu", "--out", str(out)], capture_output=True, text=True, timeout=900, env=env)
+    out, p = timm_architecture_table   # shared: read only
     assert p.returncode == 0, p.stderr[-3000:]
     assert "counting the parameters of 2 of timm" in p.stderr and "[2/2] resnet test_resnet: 469,688 parameters" in p.stderr, p.stderr[-2000:]
     table = read_architectures(architecture_path(out, TM_PAIR))
@@ -111,5 +110,8 @@ def test_timms_architecture_table(tmp_path):
     for r in rows.values():
         assert (r["group"], r["runner"], r["result"]) == ("run_timm_classifier", "run_timm_classifier", "PASS"), r
         assert re.fullmatch(TOP5, r["notes"]), r["notes"]   # ImageNet's labels, named: its 1,000-class head
-    assert (tmp_path / "cache" / "architectures" / "timm" / "resnet" / "test_resnet" / "model.safetensors").is_file()
+        assert r["members"].split() == sorted(timm.list_models(module=r["model_type"])), r["members"][:200]
+    assert "resnet50" in rows[("resnet", "test_resnet")]["members"].split()
+    from conftest import session_folder
+    assert (session_folder(tmp_path_factory) / "timm-architectures-cache" / "architectures" / "timm" / "resnet" / "test_resnet" / "model.safetensors").is_file()
     assert "98 architectures" not in p.stdout and "2 architectures" in p.stdout

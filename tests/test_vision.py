@@ -16,7 +16,8 @@ from conftest import rerun_alone, damaged_run
 TR = detect_stack("cpu", found={}, library="transformers")
 PAIR = pair_key(TR)
 DEMO = "neuron-support-demo"
-VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image"}
+VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image",
+          f"{DEMO}/tiny-dpt-depth": "run_depth_estimation"}
 
 
 def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_libraries):
@@ -30,10 +31,11 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
         assert (row.runner, row.neuron_cores, row.result, row.check) == (runner, 1, "PASS", "cpu"), row[["result", "notes", "error"]]
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
-                            "run_zero_shot_image": "zero-shot-image-classification"}[runner]
+                            "run_zero_shot_image": "zero-shot-image-classification", "run_depth_estimation": "depth-estimation"}[runner]
         assert "libraries.transformers.vision" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
         folder = run_folder(out, PAIR, model)
-        assert json.loads((folder / "outcome.json").read_text())["images"] == ["input.png"]
+        pictures = ["input.png", "image.png", "image_cpu.png"] if runner == "run_depth_estimation" else ["input.png"]   # a depth map: the device's and the CPU's drawn
+        assert json.loads((folder / "outcome.json").read_text())["images"] == pictures and all((folder / p).is_file() for p in pictures)
         outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
         assert any("image/png" in o.get("data", {}) for o in outputs)   # the photograph
         tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}) and "CPU bf16" in o["data"]["text/html"]]
@@ -42,15 +44,18 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
     assert re.fullmatch(r"top-5 on cpu: (?:[^;|]+ [01]\.\d\d; ){4}[^;|]+ [01]\.\d\d \| CPU fp32: (?:[^;|]+ [01]\.\d\d; ){4}[^;|]+ [01]\.\d\d", vit.notes), vit.notes
     assert re.fullmatch(r"labels on cpu: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5} \| CPU fp32: ((?:cat|dog|car|bird|house) [01]\.\d\d(, )?){5}", clip.notes), clip.notes
     assert table.loc[f"{DEMO}/tiny-dinov2", "notes"].startswith("hidden states 32-d, 258 rows (pooled, then each patch): min cosine ")
+    assert re.fullmatch(r"depth on cpu: relative error 0\.\d{4} to CPU fp32 \(CPU bf16 0\.\d{4}\), cosine [01]\.\d{5}; fp32's depths \S+ to \S+",
+                        table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]), table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]
     # run.py stands alone: rerun outside the sweep, in a copy of its folder, it prints the same verdict
     outcome = rerun_alone(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), demo_hub, tmp_path)
     assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes)
 
 
 @pytest.mark.parametrize("model, want", [("tiny-vit", r"N differs: "), ("tiny-dinov2", r"N first differs at row \d+: cosine"),
-                                         ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)")])
+                                         ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)"),
+                                         ("tiny-dpt-depth", r"N (relative error \d\.\d{4}, over twice bf16's|cosine \d\.\d{4} with fp32's map)")])
 def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
-    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's and the zero-shot check each say N."
+    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's, the zero-shot and the depth check each say N."
     outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]

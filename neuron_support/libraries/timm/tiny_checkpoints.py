@@ -85,15 +85,16 @@ def build_all(only:list|None=None, root:Path|None=None, say=None, scale:int=1)->
     "Build (or find built) the smallest model of every family `only` keeps; at a scale other than 1, none (timm's checkpoints are its own sizes, not shrunk)."
     if scale != 1: return []
     root = Path(root or demo_dir().parent / "architectures")
-    picked = {f: kept for f, archs in sorted(families().items()) if (kept := [a for a in archs if wanted(f, a, only)])}
+    every = families()
+    picked = {f: kept for f, archs in sorted(every.items()) if (kept := [a for a in archs if wanted(f, a, only)])}
     counts = counted(root / "timm", [a for archs in picked.values() for a in archs], say)
     todo = [(f, smallest(archs, counts)) for f, archs in picked.items()]
     out = []
     for i, (family, arch) in enumerate(todo, 1):
         t, folder = time.time(), checkpoint_folder(family, arch, root)
         done = build_checkpoint(arch, folder)
-        out.append({"group": RUNNER_GROUP[done.get("head", True)], "model_type": family, "class": arch, "folder": str(folder),
-                    **{k: v for k, v in done.items() if k not in ("version", "head")}})
+        out.append({"group": RUNNER_GROUP[done.get("head", True)], "model_type": family, "class": arch, "folder": str(folder), "members": sorted(every[family]),
+                    **{k: v for k, v in done.items() if k not in ("version", "head")}})   # the row answers for every member of its family
         if say: say(f"[{i}/{len(todo)}] {family} {arch}: " + (f"{done['params']:,} parameters" if "params" in done else f"not built: {done['skip'][:100]}")
                     + f" ({time.time() - t:.1f} s)")
     return out

@@ -27,6 +27,18 @@ MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_AUDIO_CLASS
 MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAMES")
 MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES")
+MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES = auto_names("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES")
+DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no runner checks yet (issue 45), and what their models give
+    "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector (boxes for text queries)",
+    "MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES": "a semantic segmenter (a class for each pixel)",
+    "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES": "a universal segmenter (masks and their classes)",
+    "MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES": "an instance segmenter (masks and their classes)",
+    "MODEL_FOR_IMAGE_SEGMENTATION_MAPPING_NAMES": "an image segmenter (masks and their classes)",
+    "MODEL_FOR_KEYPOINT_DETECTION_MAPPING_NAMES": "a keypoint detector (points and their descriptors)",
+    "MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES": "a keypoint matcher (points matched across two images)",
+    "MODEL_FOR_MASK_GENERATION_MAPPING_NAMES": "a promptable segmenter (masks for given points or boxes)",
+    "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES": "an image-to-image model (an image out: super-resolution)"}
+DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values()} # declared class -> what it gives
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
@@ -60,7 +72,7 @@ def transformers_names()->frozenset: # every name transformers exports
     return frozenset(dir(transformers))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #2d355591
-VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image")
+VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation")
 
 def vision_runner(arch:str, # architectures[0], or ""
                   model_type:str, # config.json's model_type
@@ -68,6 +80,7 @@ def vision_runner(arch:str, # architectures[0], or ""
                  )->tuple|None: # (runner name, head class name), or None for a model that is not a vision model
     "The vision runner and load class for a checkpoint, from its config alone."
     if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
+    if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch   # its head's map, not its backbone's states
     if model_type in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES and "text_config" in config and "vision_config" in config:
         declared = arch.endswith("Model") and arch in transformers_names()
         return "run_zero_shot_image", (arch if declared else "AutoModelForZeroShotImageClassification")
@@ -133,6 +146,7 @@ def unserved(arch:str, # architectures[0], or ""
     if model_type in MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES: return "a video model (it takes frames, not one photograph): no runner serves it yet"
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() or model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder"):
         return "an object detector (boxes over an image): no runner serves it yet"
+    if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"   # its head's task, not its backbone's: never a bare encoder's verdict
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
     if audio_language(config): return AUDIO_LANGUAGE
     if arch and arch in {MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(t) for t in MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES}:   # saved alone, its type is the decoder's (musicgen_decoder)
@@ -244,7 +258,7 @@ SELECTION_TASKS = ("text-generation", "image-text-to-text")
 SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
-VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification")
+VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation")
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
 TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + AUDIO_TASKS
 
@@ -265,7 +279,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
-        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder or zero-shot image class ({arch}): no vision runner serves it"
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image or depth-estimation class ({arch}): no vision runner serves it"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
 

@@ -28,6 +28,11 @@ from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokeni
 GROUPS = ("run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
           "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
+IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder") # the groups whose checkpoints take their family's image processor alone
+# Not yet a group: depth estimation (`run_depth_estimation` serves the models' table). Its DPT kin have a neck of four stages, each fed
+# by a layer of the backbone (`neck_hidden_sizes`, `reassemble_factors` against `backbone_out_indices` or the backbone's `out_indices`),
+# which the two-layer shrink cuts to one output: every such row would fail on the CPU at both sizes, the builder's miss published as
+# the architecture's. The builder must keep a neck's stages and the backbone's outputs in step first.
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b53634be
 def group_mappings()->dict: # {group: [(model_type, class name or names)]}
@@ -52,6 +57,12 @@ def wanted(model_type:str, cls:str, only:list|None)->bool:
     "Whether `--only` keeps an architecture: it names its model type, or `model_type:Class` for one class (no `--only`: every one)."
     return not only or model_type in only or f"{model_type}:{cls}" in only
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b3e45a31
+def built_as(group:str, model_type:str, cls_name:str)->str:
+    "The group whose reader a class is built with: the vision-language runner's for a class of an image-text-to-text type that takes the type's whole config (a tower and a language model), as the plan sends it there; else the group that listed it."
+    whole = model_type in modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and getattr(getattr(transformers, cls_name), "config_class", None) is CONFIG_MAPPING[model_type]
+    return "run_multimodal" if group in IMAGE_GROUPS and whole else group
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #07ad520b
 def architectures(groups=GROUPS, # the groups to enumerate
                   only:list|None=None, # model types, or model_type:Class, to keep (None: all)
@@ -63,7 +74,7 @@ def architectures(groups=GROUPS, # the groups to enumerate
         for mt, cls in found[g]:
             for name in (cls if isinstance(cls, (list, tuple)) else [cls]):
                 if wanted(mt, name, only) and (mt, name) not in seen and hasattr(transformers, name):   # hasattr imports the model's module: last
-                    seen.add((mt, name)); out.append((g, mt, name))
+                    seen.add((mt, name)); out.append((built_as(g, mt, name), mt, name))
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #2f47c610
@@ -675,6 +686,9 @@ def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
 IMAGE_PROCESSORS = {"timm_wrapper": lambda s: transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(s)),
                     "imagegpt": lambda s: transformers.ImageGPTImageProcessor(clusters=color_cube(), size={"height": 32, "width": 32})}
 # by type: its image processor, made with what its checkpoints keep (ImageGPT's: 32 x 32 pixels, its 1,024 positions)
+NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: its from_pretrained makes timm's model of the name given (a local folder is refused), "
+                                  "so a run of it is a run of that timm model, which timm's architecture table answers for"}
+# by type: why a class has no checkpoint a run could load (a SKIP that says so, where the table would otherwise say why the build failed)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7b1c0a02
 PAIR_LAYOUTS = {"longformer": "[CLS] $A [SEP] [SEP] $B [SEP]"} # by type: how its checkpoints' tokenizers (RoBERTa's) write a pair, where its model counts the separators
@@ -688,8 +702,9 @@ def one_token_type(model_type:str, cls_name:str)->bool:
 def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tuple: # (tokenizer or processor, config keys it decides)
     "What the checkpoint reads its input with, and the config keys that follow from it (vocabulary, image tokens)."
     if group == "run_multimodal": return multimodal_reader(model_type, cls_name, scale)
+    if model_type in NO_CHECKPOINT: raise LookupError(NO_CHECKPOINT[model_type])
     if model_type in IMAGE_PROCESSORS: return IMAGE_PROCESSORS[model_type](scale), {}
-    if group in ("run_image_classifier", "run_image_encoder"): return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
+    if group in IMAGE_GROUPS: return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
     if group in ("run_zero_shot_image", "run_speech_seq2seq"):
         proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
         return proc, tokenizer_ids(proc.tokenizer)
@@ -711,7 +726,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "12" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "13" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -738,6 +753,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         proc, ids = reader(group, model_type, cls_name, dest, scale)
         config = tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal")
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
+        if group in IMAGE_GROUPS: proc = follow(proc, vision_fields(config.to_dict()))   # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224)
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())
         if n > MAX_PARAMS * scale ** 2: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
         dest.mkdir(parents=True, exist_ok=True)

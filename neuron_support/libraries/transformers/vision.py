@@ -30,11 +30,14 @@ def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
     "An image encoder's output as rows: the pooled embedding (when it has the hidden size), then each patch's hidden state."
     h = out.last_hidden_state[0]
     if h.dim() == 3: h = h.flatten(1).T   # a convolutional feature map [C, H, W]: one row per position
+    elif h.dim() > 3: h = h.reshape(-1, h.shape[-1])   # a tower's states per image and tile ([images, tiles, patches, hidden]: Mllama's): one row per patch
     pooled = getattr(out, "pooler_output", None)
     if pooled is not None and pooled[0].numel() == h.shape[-1]: h = torch.cat([pooled[0].reshape(1, -1), h])
     return h.detach().float().cpu()
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #52695b8e
+COMPARED = 2 # the version of what `vision_output` keeps, in the reference cache's key: bumped when it changes, so that no cached reference of the old parts meets a run's new ones (2: a tower's states per tile as rows)
+
 def vision_output(out, # the model's output
                   runner:str, # the plan's runner
                  )->dict: # float32 CPU tensors
@@ -42,6 +45,7 @@ def vision_output(out, # the model's output
     f = lambda t: t.detach().float().cpu()
     if runner == "run_image_classifier": return {"logits": f(out.logits[0])}
     if runner == "run_image_encoder": return {"rows": embedding_rows(out)}
+    if runner == "run_depth_estimation": return {"depth": f(out.predicted_depth[0])}   # [H, W], at the processor's size
     return {"logits": f(out.logits_per_image[0]), "image_embeds": f(out.image_embeds[0]).reshape(1, -1), "text_embeds": f(out.text_embeds)}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #482a6865
@@ -51,7 +55,7 @@ def vision_class(plan:dict):
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #931b18d9
 def run_image_classifier(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image classifier: the photograph through its image processor, one compiled forward pass, its logits."
+    "An image classifier (its logits) or a depth estimator (its map): the photograph through its image processor, one compiled forward pass."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
                          lambda out: vision_output(out, plan["runner"]))
@@ -85,7 +89,7 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
         with torch.inference_mode():
             return vision_output(model(**{k: (v.to(dtype) if v.is_floating_point() else v) for k, v in inputs.items()}), plan["runner"])
     return cpu_references({**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
-                           "dtypes": ["float32", "bfloat16"]}, cache_dir, "vision", call)
+                           "dtypes": ["float32", "bfloat16"], "compared": COMPARED}, cache_dir, "vision", call)
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #11263e4a
 def label_ranking(logits:torch.Tensor, labels:list)->str:
@@ -119,7 +123,11 @@ def check_zero_shot(ref:dict, dev:dict, labels:list, device:str="device")->dict:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #6350c698
 def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one dict per rank (or per kind of row)
-    "The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's."
+    "The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's (a depth map's figures, each map's)."
+    if plan["runner"] == "run_depth_estimation":
+        d32 = ref["fp32"]["depth"]
+        return [{"map": who, "relative error to fp32": round(relative_error(t, d32), 6), "cosine with fp32": round(cosine(t, d32), 6),
+                 "least": round(float(t.min()), 4), "greatest": round(float(t.max()), 4)} for who, t in (("CPU fp32", d32), ("CPU bf16", ref["bf16"]["depth"]), (plan["device"], dev["depth"]))]
     if plan["runner"] == "run_image_encoder":
         cos, cos16 = (torch.nn.functional.cosine_similarity(t, ref["fp32"]["rows"], dim=-1) for t in (dev["rows"], ref["bf16"]["rows"]))
         return [{"rows": "first (pooled or CLS)", "device: cosine with fp32": round(float(cos[0]), 6), "CPU bf16: cosine with fp32": round(float(cos16[0]), 6)},
@@ -132,14 +140,16 @@ def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one
 def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a vision run, against the CPU's fp32 and bf16 passes."
     picture = {INPUT_PICTURE: photo_tensor()}
+    device, runner = plan["device"], plan["runner"]
     try:
         ref = vision_reference(plan, path, out["inputs"], cache_dir)
         id2label = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False).id2label
     except Exception as e:
         return {"cpu_match": "", "english": "", "check": f"none (CPU reference failed: {first_line(f'{type(e).__name__}: {e}', 160)})",
                 "reference_cached": None, "ok": True, "prediction": "", "steps": [], "images": picture}
-    device, runner = plan["device"], plan["runner"]
     if runner == "run_image_classifier": c = check_classifier(ref, out["output"], id2label, device)
+    elif runner == "run_depth_estimation":
+        c, picture = check_depth(ref, out["output"], device), {**picture, **depth_pictures(ref["fp32"]["depth"], out["output"]["depth"])}
     elif runner == "run_zero_shot_image": c = check_zero_shot(ref, out["output"], plan["inputs"]["candidate_labels"], device)
     else:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
@@ -147,6 +157,37 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
             "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture}
 
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a02
+DEPTH_ERROR_FLOOR = 1e-3 # a relative error this small passes, whatever bf16's: a depth map's values are not tokens, a thousandth is no wrong answer
+DEPTH_COSINE = 0.99 # the least cosine of the device's map with fp32's
+
+def relative_error(x:torch.Tensor, ref:torch.Tensor)->float:
+    "The norm of `x - ref` over the norm of `ref` (NaN where either has one)."
+    return float((x.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30))
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a03
+def cosine(x:torch.Tensor, ref:torch.Tensor)->float:
+    "The cosine of two maps, flattened."
+    return float(torch.nn.functional.cosine_similarity(x.float().flatten(), ref.float().flatten(), dim=0))
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a04
+def check_depth(ref:dict, dev:dict, device:str="device")->dict: # ok, cpu_match, prediction
+    "A depth map against fp32's: its relative error at most twice the CPU's bf16 map's (or under `DEPTH_ERROR_FLOOR`), its cosine at least `DEPTH_COSINE`."
+    d32, d16, d = ref["fp32"]["depth"], ref["bf16"]["depth"], dev["depth"]
+    err, err16, cos = relative_error(d, d32), relative_error(d16, d32), cosine(d, d32)
+    prediction = f"depth on {device}: relative error {err:.4f} to CPU fp32 (CPU bf16 {err16:.4f}), cosine {cos:.5f}; fp32's depths {float(d32.min()):.3g} to {float(d32.max()):.3g}"
+    if not err <= max(2 * err16, DEPTH_ERROR_FLOOR): return {"ok": False, "cpu_match": f"N relative error {err:.4f}, over twice bf16's ({err16:.4f})", "prediction": prediction}
+    if not cos >= DEPTH_COSINE: return {"ok": False, "cpu_match": f"N cosine {cos:.4f} with fp32's map, under {DEPTH_COSINE}", "prediction": prediction}
+    return {"ok": True, "cpu_match": "Y", "prediction": prediction}
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a06
+def depth_pictures(fp32:torch.Tensor, dev:torch.Tensor)->dict: # {file name: [3, H, W] picture in 0..1}
+    "The device's depth map and fp32's, as grey pictures on fp32's range: `image.png` and `image_cpu.png`, the names a run's pictures have."
+    lo, hi = float(fp32.min()), float(fp32.max())
+    grey = lambda d: ((d.float().reshape(d.shape[-2:]) - lo) / max(hi - lo, 1e-30)).nan_to_num(0).clamp(0, 1).expand(3, *d.shape[-2:]).clone()
+    return {"image.png": grey(dev), "image_cpu.png": grey(fp32)}
+
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #5d60f6d4
-RUNNERS = {"run_image_classifier": run_image_classifier, "run_image_encoder": run_image_encoder, "run_zero_shot_image": run_zero_shot_image}
-CHECKS = {"run_image_classifier": check_vision_run, "run_image_encoder": check_vision_run, "run_zero_shot_image": check_vision_run} # runner -> its check
+RUNNERS = {"run_image_classifier": run_image_classifier, "run_image_encoder": run_image_encoder, "run_zero_shot_image": run_zero_shot_image,
+           "run_depth_estimation": run_image_classifier}
+CHECKS = dict.fromkeys(RUNNERS, check_vision_run) # runner -> its check
