@@ -21,7 +21,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "17"
+DEMO_VERSION = "18"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -199,6 +199,7 @@ def save_tiny(dest:Path, # the repo folder to write
               processor, # the tokenizer or processor saved beside it
               generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
               head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
+              prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure)
              ):
     "Random weights from a fixed seed (no weight matrix left at zero), saved in bf16 with the tokenizer or processor."
     torch.manual_seed(seed_of(dest.name))
@@ -206,6 +207,7 @@ def save_tiny(dest:Path, # the repo folder to write
     if head_scale != 1:
         with torch.no_grad(): model.get_output_embeddings().weight.mul_(head_scale)
     for k, v in (generation or {}).items(): setattr(model.generation_config, k, v)
+    if prepare: prepare(model)
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     processor.save_pretrained(dest)
@@ -623,6 +625,27 @@ def sure_timm_head(model, # a timm model, in float32
         if std > 0 and math.isfinite(std):
             for h in heads: h.weight.mul_(spread / std)
 
+# %% ../nbs/02_demo.ipynb #e2f45b01
+ADE_LABELS = ["wall", "building", "sky", "floor", "tree", "ceiling", "road", "bed"] # eight of ADE20K's 150 labels, in its order: the demo segmenter's
+
+def sure_segmenter(model, # a transformers semantic segmenter with a `decode_head.classifier` (SegFormer's), in float32
+                   processor, # its image processor
+                   spread:float=LOGIT_SPREAD):
+    "Scale a random segmenter's classifier, its bias zeroed, so that its logits over the photograph spread across the labels as a trained one's: a random head leaves every pixel at a near-tie, where the check could not tell a wrong map."
+    head = model.decode_head.classifier
+    with torch.no_grad():
+        head.bias.zero_()
+        std = float(model(**processor(images=photo(), return_tensors="pt")).logits.std(1).mean())
+        if std > 0 and math.isfinite(std): head.weight.mul_(spread / std)
+
+# %% ../nbs/02_demo.ipynb #e2f45b02
+def save_segformer(dest:Path, catalog:Path):
+    "A tiny SegFormer semantic segmenter over eight ADE20K labels at 224 pixels, with SegFormer's image processor; its head made sure on the photograph."
+    images = transformers.SegformerImageProcessorPil(size={"height": 224, "width": 224})
+    config = transformers.SegformerConfig(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128], num_attention_heads=[1, 2, 4, 8], decoder_hidden_size=32,
+                                          **labels(ADE_LABELS))
+    save_tiny(dest, transformers.SegformerForSemanticSegmentation, config, images, prepare=lambda m: sure_segmenter(m, images))
+
 # %% ../nbs/02_demo.ipynb #273a0b94
 def save_timm_checkpoint(model, dest:Path, model_config:dict|None=None):
     "A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's layout: no `model_args` (see above)."
@@ -877,6 +900,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-vit"), save_vit_classifier, "image-classification", "run_image_classifier: ViT, eight ImageNet labels", 560_000, 47),
         R(d("tiny-dinov2"), save_dinov2, "image-feature-extraction", "run_image_encoder: DINOv2, no head", 340_000, 74),
         R(d("tiny-dpt-depth"), save_dpt_depth, "depth-estimation", "run_depth_estimation: DPT, a depth for each pixel", 125_000, 34),
+        R(d("tiny-segformer-ade"), save_segformer, "image-segmentation", "run_semantic_segmentation: SegFormer, eight ADE20K labels", 115_000, 37),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),

@@ -315,6 +315,7 @@ SYNTHETIC_CONFIGS = {
     "image-feature-extraction": {"architectures": ["Dinov2Model"], "model_type": "dinov2"},
     "zero-shot-image-classification": {"architectures": ["CLIPModel"], "model_type": "clip", "text_config": {}, "vision_config": {}},
     "depth-estimation": {"architectures": ["DPTForDepthEstimation"], "model_type": "dpt"},
+    "image-segmentation": {"architectures": ["SegformerForSemanticSegmentation"], "model_type": "segformer"},
     "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
     "audio-classification": {"architectures": ["ASTForAudioClassification"], "model_type": "audio-spectrogram-transformer"},
 }

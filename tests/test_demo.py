@@ -30,7 +30,8 @@ ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm
             "tiny-bert-qa": ("BertForQuestionAnswering", "question-answering"),
             "tiny-bert-embed": ("BertModel", "sentence-similarity")}
 VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "tiny-dinov2": ("Dinov2Model", "image-feature-extraction"),
-          "tiny-clip": ("CLIPModel", "zero-shot-image-classification"), "tiny-dpt-depth": ("DPTForDepthEstimation", "depth-estimation")}
+          "tiny-clip": ("CLIPModel", "zero-shot-image-classification"), "tiny-dpt-depth": ("DPTForDepthEstimation", "depth-estimation"),
+          "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation")}
 AUDIO = {"tiny-whisper": ("WhisperForConditionalGeneration", "automatic-speech-recognition"), "tiny-wav2vec2-ctc": ("Wav2Vec2ForCTC", "automatic-speech-recognition"),
          "tiny-ast": ("ASTForAudioClassification", "audio-classification")}
 
@@ -220,6 +221,7 @@ def test_vision_forward(catalog, name):
     if name == "tiny-dinov2": assert out.last_hidden_state.shape == (1, 1 + 16 * 16, 32)
     if name == "tiny-clip": assert out.logits_per_image.shape == (1, 2)
     if name == "tiny-dpt-depth": assert out.predicted_depth.shape == (1, 224, 224) and float(out.predicted_depth.std()) > 0.01   # depths, not the zeros of a default init
+    if name == "tiny-segformer-ade": assert out.logits.shape == (1, 8, 56, 56) and model.config.id2label[2] == "sky"
 
 
 def test_minilm_is_the_real_encoder(catalog):

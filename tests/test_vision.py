@@ -17,7 +17,7 @@ TR = detect_stack("cpu", found={}, library="transformers")
 PAIR = pair_key(TR)
 DEMO = "neuron-support-demo"
 VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image",
-          f"{DEMO}/tiny-dpt-depth": "run_depth_estimation"}
+          f"{DEMO}/tiny-dpt-depth": "run_depth_estimation", f"{DEMO}/tiny-segformer-ade": "run_semantic_segmentation"}
 
 
 def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_libraries):
@@ -31,10 +31,11 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
         assert (row.runner, row.neuron_cores, row.result, row.check) == (runner, 1, "PASS", "cpu"), row[["result", "notes", "error"]]
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
-                            "run_zero_shot_image": "zero-shot-image-classification", "run_depth_estimation": "depth-estimation"}[runner]
+                            "run_zero_shot_image": "zero-shot-image-classification", "run_depth_estimation": "depth-estimation",
+                            "run_semantic_segmentation": "image-segmentation"}[runner]
         assert "libraries.transformers.vision" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
         folder = run_folder(out, PAIR, model)
-        pictures = ["input.png", "image.png", "image_cpu.png"] if runner == "run_depth_estimation" else ["input.png"]   # a depth map: the device's and the CPU's drawn
+        pictures = ["input.png", "image.png", "image_cpu.png"] if runner in ("run_depth_estimation", "run_semantic_segmentation") else ["input.png"]   # a map: the device's and the CPU's drawn
         assert json.loads((folder / "outcome.json").read_text())["images"] == pictures and all((folder / p).is_file() for p in pictures)
         outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
         assert any("image/png" in o.get("data", {}) for o in outputs)   # the photograph
@@ -46,6 +47,8 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
     assert table.loc[f"{DEMO}/tiny-dinov2", "notes"].startswith("hidden states 32-d, 258 rows (pooled, then each patch): min cosine ")
     assert re.fullmatch(r"depth on cpu: relative error 0\.\d{4} to CPU fp32 \(CPU bf16 0\.\d{4}\), cosine [01]\.\d{5}; fp32's depths \S+ to \S+",
                         table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]), table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]
+    shares = r"(?:(?:wall|building|sky|floor|tree|ceiling|road|bed) \d+%(?:, )?){1,3}"
+    assert re.fullmatch(f"classes on cpu: {shares} \\| CPU fp32: {shares}", table.loc[f"{DEMO}/tiny-segformer-ade", "notes"]), table.loc[f"{DEMO}/tiny-segformer-ade", "notes"]
     # run.py stands alone: rerun outside the sweep, in a copy of its folder, it prints the same verdict
     outcome = rerun_alone(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), demo_hub, tmp_path)
     assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes)
@@ -53,9 +56,10 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
 
 @pytest.mark.parametrize("model, want", [("tiny-vit", r"N differs: "), ("tiny-dinov2", r"N first differs at row \d+: cosine"),
                                          ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)"),
-                                         ("tiny-dpt-depth", r"N (relative error \d\.\d{4}, over twice bf16's|cosine \d\.\d{4} with fp32's map)")])
+                                         ("tiny-dpt-depth", r"N (relative error \d+\.\d{4}, over twice bf16's|cosine -?\d\.\d{4} with fp32's map)"),
+                                         ("tiny-segformer-ade", r"N \d+\.\d% of the pixels a class fp32 puts nats below its own")])
 def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
-    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's, the zero-shot and the depth check each say N."
+    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's, the zero-shot, the depth and the segmentation check each say N."
     outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]

@@ -28,9 +28,9 @@ MODEL_FOR_MASKED_LM_MAPPING_NAMES = auto_names("MODEL_FOR_MASKED_LM_MAPPING_NAME
 MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES = auto_names("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES")
 MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES")
 MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES = auto_names("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES")
+MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES = auto_names("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES")
 DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no runner checks yet (issue 45), and what their models give
     "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector (boxes for text queries)",
-    "MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES": "a semantic segmenter (a class for each pixel)",
     "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES": "a universal segmenter (masks and their classes)",
     "MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES": "an instance segmenter (masks and their classes)",
     "MODEL_FOR_IMAGE_SEGMENTATION_MAPPING_NAMES": "an image segmenter (masks and their classes)",
@@ -72,7 +72,7 @@ def transformers_names()->frozenset: # every name transformers exports
     return frozenset(dir(transformers))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #2d355591
-VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation")
+VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation", "run_semantic_segmentation")
 
 def vision_runner(arch:str, # architectures[0], or ""
                   model_type:str, # config.json's model_type
@@ -81,6 +81,7 @@ def vision_runner(arch:str, # architectures[0], or ""
     "The vision runner and load class for a checkpoint, from its config alone."
     if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
     if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch   # its head's map, not its backbone's states
+    if arch in MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_semantic_segmentation", arch   # a class for each pixel
     if model_type in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES and "text_config" in config and "vision_config" in config:
         declared = arch.endswith("Model") and arch in transformers_names()
         return "run_zero_shot_image", (arch if declared else "AutoModelForZeroShotImageClassification")
@@ -134,6 +135,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "pix2struct": "an image-to-text model (the prompt is drawn onto the image: no text tokens)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
+    "vision-encoder-decoder": "an image-to-text model (a vision encoder before a text decoder, TrOCR's and ViT-GPT2's kin: it reads or captions the image, no prompt)",
 }
 
 
@@ -258,7 +260,7 @@ SELECTION_TASKS = ("text-generation", "image-text-to-text")
 SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
-VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation")
+VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation")
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
 TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + AUDIO_TASKS
 
@@ -279,7 +281,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
-        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image or depth-estimation class ({arch}): no vision runner serves it"
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation or semantic-segmentation class ({arch}): no vision runner serves it"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
 
@@ -359,7 +361,17 @@ embedding and each patch's hidden state. A zero-shot image classifier (CLIP,
 SigLIP) reads the candidate labels {", ".join(CANDIDATE_LABELS)}, each in the
 sentence `"{HYPOTHESIS}"`: its image and label embeddings are held as an
 encoder's hidden states, and it must rank the labels as fp32 does, two labels
-swapped only at a near-tie.
+swapped only at a near-tie. A depth estimator (DPT, Depth Anything, GLPN)
+gives a depth for each pixel: the map's relative error to fp32's must be at
+most twice the bf16 CPU run's, and its cosine with fp32's at least 0.99. A
+semantic segmenter (SegFormer, BEiT's, UperNet) gives a class for each pixel:
+at least 99 % of the pixels must have fp32's class, bf16's, or one at a
+near-tie under fp32's probabilities. Both maps, the device's and the CPU's,
+are drawn beside the photograph in the run's folder (`image.png`,
+`image_cpu.png`). Object detectors, universal and instance segmenters,
+promptable segmenters (SAM), keypoint models and image-to-image models are
+listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what
+it gives.
 
 An audio model hears one clip: {CLIP}, through the checkpoint's own feature
 extractor (Whisper's pads it to 30 seconds, a raw-sample model's input is
@@ -387,8 +399,9 @@ these tasks, of `translation` and `summarization`, encoder-decoder models
 included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `text-classification`, `question-answering`, `zero-shot-classification`,
 `feature-extraction`, `sentence-similarity` and `text-ranking`), of the
-vision tasks (`image-classification`, `image-feature-extraction` and
-`zero-shot-image-classification`) and of the audio tasks
+vision tasks (`image-classification`, `image-feature-extraction`,
+`zero-shot-image-classification`, `depth-estimation` and
+`image-segmentation`) and of the audio tasks
 (`automatic-speech-recognition` and `audio-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their

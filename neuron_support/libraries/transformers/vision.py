@@ -43,7 +43,7 @@ def vision_output(out, # the model's output
                  )->dict: # float32 CPU tensors
     "The part of a vision model's output that the check compares."
     f = lambda t: t.detach().float().cpu()
-    if runner == "run_image_classifier": return {"logits": f(out.logits[0])}
+    if runner in ("run_image_classifier", "run_semantic_segmentation"): return {"logits": f(out.logits[0])}   # a segmenter's: [labels, h, w]
     if runner == "run_image_encoder": return {"rows": embedding_rows(out)}
     if runner == "run_depth_estimation": return {"depth": f(out.predicted_depth[0])}   # [H, W], at the processor's size
     return {"logits": f(out.logits_per_image[0]), "image_embeds": f(out.image_embeds[0]).reshape(1, -1), "text_embeds": f(out.text_embeds)}
@@ -55,7 +55,7 @@ def vision_class(plan:dict):
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #931b18d9
 def run_image_classifier(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image classifier (its logits) or a depth estimator (its map): the photograph through its image processor, one compiled forward pass."
+    "An image classifier (its logits), a semantic segmenter (its logits for each pixel) or a depth estimator (its map): the photograph through its image processor, one compiled forward pass."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
                          lambda out: vision_output(out, plan["runner"]))
@@ -124,6 +124,9 @@ def check_zero_shot(ref:dict, dev:dict, labels:list, device:str="device")->dict:
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #6350c698
 def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one dict per rank (or per kind of row)
     "The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's (a depth map's figures, each map's)."
+    if plan["runner"] == "run_semantic_segmentation":
+        return [{"map": who, "pixels of fp32's class": f"{float((t.argmax(0) == ref['fp32']['logits'].argmax(0)).float().mean()):.2%}",
+                 "classes, by pixels": class_shares(t, id2label)} for who, t in (("CPU fp32", ref["fp32"]["logits"]), ("CPU bf16", ref["bf16"]["logits"]), (plan["device"], dev["logits"]))]
     if plan["runner"] == "run_depth_estimation":
         d32 = ref["fp32"]["depth"]
         return [{"map": who, "relative error to fp32": round(relative_error(t, d32), 6), "cosine with fp32": round(cosine(t, d32), 6),
@@ -150,6 +153,8 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     if runner == "run_image_classifier": c = check_classifier(ref, out["output"], id2label, device)
     elif runner == "run_depth_estimation":
         c, picture = check_depth(ref, out["output"], device), {**picture, **depth_pictures(ref["fp32"]["depth"], out["output"]["depth"])}
+    elif runner == "run_semantic_segmentation":
+        c, picture = check_segmentation(ref, out["output"], id2label, device), {**picture, **segmentation_pictures(ref["fp32"]["logits"], out["output"]["logits"])}
     elif runner == "run_zero_shot_image": c = check_zero_shot(ref, out["output"], plan["inputs"]["candidate_labels"], device)
     else:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
@@ -187,7 +192,44 @@ def depth_pictures(fp32:torch.Tensor, dev:torch.Tensor)->dict: # {file name: [3,
     grey = lambda d: ((d.float().reshape(d.shape[-2:]) - lo) / max(hi - lo, 1e-30)).nan_to_num(0).clamp(0, 1).expand(3, *d.shape[-2:]).clone()
     return {"image.png": grey(dev), "image_cpu.png": grey(fp32)}
 
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a02
+SEGMENTATION_AGREEMENT = 0.99 # the least share of pixels whose class is fp32's, bf16's, or a near-tie of fp32's
+
+def pixel_agreement(l32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, threshold:float=NEAR_TIE_NATS)->tuple: # (share of fp32's or bf16's class, share of a near-tie too)
+    "Of every pixel of [labels, h, w] logits: the share whose device class is fp32's or bf16's, and the share that also counts a near-tie under fp32's log-probabilities."
+    p32, p16, pdev = (t.argmax(0) for t in (l32, l16, ldev))
+    same = (pdev == p32) | (pdev == p16)
+    lp = l32.float().log_softmax(0)
+    gap = lp.gather(0, p32[None]) - lp.gather(0, pdev[None])   # how far below fp32's class fp32 puts the device's, in nats
+    return float(same.float().mean()), float((same | (gap[0] < threshold)).float().mean())
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a03
+def class_shares(logits:torch.Tensor, id2label:dict|None, top:int=3)->str:
+    "`sky 41%, tree 30%, road 12%`: the classes that cover the most pixels of [labels, h, w] logits, with their shares."
+    counts = torch.bincount(logits.argmax(0).flatten(), minlength=logits.shape[0])
+    name = lambda i: str((id2label or {}).get(i, i)).split(",")[0]
+    return ", ".join(f"{name(int(i))} {float(counts[i]) / counts.sum():.0%}" for i in counts.argsort(descending=True)[:top] if counts[i])
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a04
+def check_segmentation(ref:dict, dev:dict, id2label:dict|None, device:str="device")->dict: # ok, cpu_match, prediction
+    "A segmentation against fp32's: each pixel's class fp32's, bf16's, or a near-tie, for at least `SEGMENTATION_AGREEMENT` of the pixels."
+    same, near = pixel_agreement(ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"])
+    prediction = f"classes on {device}: {class_shares(dev['logits'], id2label)} | CPU fp32: {class_shares(ref['fp32']['logits'], id2label)}"
+    if near < SEGMENTATION_AGREEMENT: return {"ok": False, "cpu_match": f"N {1 - near:.1%} of the pixels a class fp32 puts nats below its own (at most {1 - SEGMENTATION_AGREEMENT:.0%})", "prediction": prediction}
+    if same == 1: return {"ok": True, "cpu_match": "Y", "prediction": prediction}
+    return {"ok": True, "cpu_match": f"~ near-tie at {1 - same:.2%} of the pixels", "prediction": prediction}
+
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a06
+def segmentation_pictures(l32:torch.Tensor, ldev:torch.Tensor, alpha:float=0.55)->dict: # {file name: [3, H, W] picture in 0..1}
+    "The device's segmentation and fp32's as coloured overlays on the photograph: `image.png` and `image_cpu.png`."
+    photo_ = photo_tensor()
+    palette = torch.rand(l32.shape[0], 3, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.2   # a colour a label, the same on both
+    def overlay(logits):
+        classes = torch.nn.functional.interpolate(logits.argmax(0)[None, None].float(), size=photo_.shape[-2:], mode="nearest")[0, 0].long()
+        return (1 - alpha) * photo_ + alpha * palette[classes].permute(2, 0, 1)
+    return {"image.png": overlay(ldev), "image_cpu.png": overlay(l32)}
+
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #5d60f6d4
 RUNNERS = {"run_image_classifier": run_image_classifier, "run_image_encoder": run_image_encoder, "run_zero_shot_image": run_zero_shot_image,
-           "run_depth_estimation": run_image_classifier}
+           "run_depth_estimation": run_image_classifier, "run_semantic_segmentation": run_image_classifier}
 CHECKS = dict.fromkeys(RUNNERS, check_vision_run) # runner -> its check
