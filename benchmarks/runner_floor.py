@@ -2,6 +2,7 @@
 
     python benchmarks/runner_floor.py [--models neuron-support-demo/tiny-vit neuron-support-demo/tiny-whisper] [--repeat 2]
     python benchmarks/runner_floor.py --models timm:neuron-support-demo/tiny-timm-vit --out runner_floor_timm.json
+    python benchmarks/runner_floor.py --models neuron-support-demo/tiny-segformer-ade neuron-support-demo/tiny-dpt-depth --out runner_floor_dense.json
 
 (a) the floor: one `python -c` process doing the run's work by hand: import torch and transformers, find the checkpoint in
     the Hub cache, load it in bf16 with its processor, the input through the processor (the photograph, or the clip), and
@@ -10,7 +11,9 @@
     once, the forward compiled for the decoder, 32 tokens greedy with a static cache, first and warm, then the CPU's fp32
     greedy transcript (eager); for a timm model (`timm:ID`) what timm's users write: `timm.create_model("hf-hub:ID",
     pretrained=True)` in bf16, the photograph through `create_transform(**resolve_data_config(model=model))`, the model
-    compiled the same way, a first and a warm forward pass, then the fp32 and bf16 references (eager);
+    compiled the same way, a first and a warm forward pass, then the fp32 and bf16 references (eager); for a semantic
+    segmenter or a depth estimator, as for an image classifier but compiled as its users would, graph breaks allowed
+    (SegFormer's and DPT's forward take a lock dynamo cannot trace whole: run.py tries whole first, then compiles again);
 (b) `python3 run.py` of the same plan in a run folder (its own rank process, the check, the photograph saved).
 Each figure is the median of --repeat rounds after a warm-up round that fills the Hugging Face cache; every round gets a
 fresh, empty reference cache, so run.py computes its references as the floor does. One torch thread each
@@ -26,7 +29,7 @@ import json, sys, time
 t0 = time.time()
 import torch, transformers
 from huggingface_hub import snapshot_download
-from neuron_support.libraries.transformers.vision import photo
+from neuron_support.photo import photo
 spec = json.loads(sys.argv[1])
 path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
 cls = getattr(transformers, spec["head_class"])
@@ -34,16 +37,20 @@ proc = transformers.AutoImageProcessor.from_pretrained(path)
 model = cls.from_pretrained(path, dtype=torch.bfloat16).eval()
 x = proc(images=photo(), return_tensors="pt")
 dev = {k: v.to(torch.bfloat16) for k, v in x.items()}
-fwd = torch.compile(model, backend="aot_eager", fullgraph=True, dynamic=False)
+classifier = spec["runner"] == "run_image_classifier"   # a segmenter's or a depth estimator's forward takes a lock dynamo cannot trace whole: compiled as its users would, graph breaks allowed
+fwd = torch.compile(model, backend="aot_eager", fullgraph=classifier, dynamic=False)
+output = lambda out: (out.predicted_depth if spec["runner"] == "run_depth_estimation" else out.logits)[0].float()
 with torch.inference_mode():
     t = time.time(); fwd(**dev); first = time.time() - t
-    t = time.time(); out = fwd(**dev); warm = time.time() - t
+    t = time.time(); out = output(fwd(**dev)); warm = time.time() - t
 refs = []
 for dtype in (torch.float32, torch.bfloat16):
     ref = cls.from_pretrained(path, dtype=dtype, attn_implementation="eager").eval()
-    with torch.inference_mode(): refs.append(ref(**{k: v.to(dtype) for k, v in x.items()}).logits[0].float())
-print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
-                  "equal": int(out.logits[0].argmax()) == int(refs[0].argmax())}))
+    with torch.inference_mode(): refs.append(output(ref(**{k: v.to(dtype) for k, v in x.items()})))
+error = lambda t: float((t - refs[0]).norm() / refs[0].norm())
+equal = (int(out.argmax()) == int(refs[0].argmax()) if classifier else error(out) <= 2 * error(refs[1]) if spec["runner"] == "run_depth_estimation"
+         else float((out.argmax(0) == refs[0].argmax(0)).float().mean()) >= 0.99)
+print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0, "equal": equal}))
 '''
 
 WHISPER_FLOOR = r'''
@@ -94,7 +101,8 @@ for dtype in (torch.float32, torch.bfloat16):
 print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
                   "equal": int(out[0].argmax()) == int(refs[0].argmax())}))
 '''
-FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR}
+FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR,
+          "run_semantic_segmentation": VISION_FLOOR, "run_depth_estimation": VISION_FLOOR}
 
 RENDER = r'''
 import json, sys
