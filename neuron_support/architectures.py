@@ -190,7 +190,7 @@ def summary(table:pd.DataFrame)->str:
     if not len(table): return "no architecture"
     grid = pd.crosstab([table.group.fillna("-"), table.runner.fillna("-")], table.result, margins=True, margins_name="all")
     grid.index.names, grid.columns.name = ["group", "runner"], None
-    lines = [f"{len(table)} architectures", "", grid.to_string()]
+    lines = [f"{len(table)} architecture{'s' * (len(table) != 1)}", "", grid.to_string()]
     hf = harness_failures(table)
     lines += ["", f"harness failures (a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
     lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.error_signature)[:120]}" for _, r in hf.iterrows()]
@@ -238,7 +238,7 @@ def architectures(library:str="transformers", # the library whose architectures 
         if item: items.append(item)
         elif not unchanged(row, old): rows.append(row)
     todo = sum(i.decision == "run" for i in items)
-    say(f"{len(manifest)} architectures: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
+    say(f"{len(manifest)} architecture{'s' * (len(manifest) != 1)}: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
     try:
         if todo:
             with environment(HF_HUB_OFFLINE="1"):   # every checkpoint is a local folder: nothing to ask a Hub

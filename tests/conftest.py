@@ -257,9 +257,9 @@ ARCHITECTURES_ONLY = "llama,bert,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetF
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
 
 
-# timm's architecture table, two families (their smallest models, timm's test models), its own cache of checkpoints and parameter counts:
+# timm's architecture table, one family (its smallest model, timm's test ResNet), its own cache of checkpoints and parameter counts:
 # tests/test_timm.py reads the table, tests/test_app.py the page of a timm model no table holds, which its family's row answers.
-TIMM_ARCHITECTURES_ONLY = "resnet:test_resnet,convnext:test_convnext"
+TIMM_ARCHITECTURES_ONLY = "resnet:test_resnet"
 
 
 @pytest.fixture(scope="session")
