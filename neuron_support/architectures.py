@@ -59,16 +59,21 @@ def build_checkpoints(library:str, # a library with a `builder`
 PARAMETERS = {"min_new_tokens": MAX_NEW_TOKENS} # the run notebook's parameters for every architecture's run
 TIME_LIMIT = 300 # seconds a tiny checkpoint's run gets by default: a tiny model that takes longer is stuck
 
+# %% ../nbs/24_architectures.ipynb #c6d45e10
+def members_text(entry:dict)->str|None:
+    "A manifest entry's `members` as the table holds them, space-separated; None for a row that answers for its class alone."
+    return " ".join(entry["members"]) if entry.get("members") else None
+
 # %% ../nbs/24_architectures.ipynb #d81d0959
 def entry_columns(entry:dict, stack:Stack)->dict:
     "The columns of an architecture's row that its manifest entry and the stack give."
     return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"),
-            "members": " ".join(entry["members"]) if entry.get("members") else None, **stack_columns(stack)}
+            "members": members_text(entry), **stack_columns(stack)}
 
 # %% ../nbs/24_architectures.ipynb #a7c3e915
 def with_members(table:pd.DataFrame, manifest:list)->pd.DataFrame:
     "The table with each family's members as this build names them: a row its run left unchanged, written before (or by a library version with fewer), gets them too."
-    members = {(e["model_type"], e["class"]): " ".join(e["members"]) for e in manifest if e.get("members")}
+    members = {(e["model_type"], e["class"]): members_text(e) for e in manifest if e.get("members")}
     if not members or not len(table): return table
     return table.assign(members=[members.get((mt, c), m) for mt, c, m in zip(table.model_type, table["class"], table.members)])
 
