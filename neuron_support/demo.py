@@ -21,7 +21,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "18"
+DEMO_VERSION = "19"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -646,6 +646,50 @@ def save_segformer(dest:Path, catalog:Path):
                                           **labels(ADE_LABELS))
     save_tiny(dest, transformers.SegformerForSemanticSegmentation, config, images, prepare=lambda m: sure_segmenter(m, images))
 
+# %% ../nbs/02_demo.ipynb #dca9e88b
+def spread_outputs(layer, # a torch.nn.Linear
+                   x:torch.Tensor, # [..., in_features]: what it takes
+                   std:float, # the standard deviation its outputs get over the rows of x
+                   offset=0.0, # their mean: a number, or one per output
+                  ):
+    "Redraw a linear layer so that its outputs over the rows of `x` spread with `std` around `offset`: a random head whose rows all look alike made to tell them apart."
+    x = x.reshape(-1, x.shape[-1]).float()
+    w = torch.randn(layer.out_features, layer.in_features)
+    w = w * (std / ((x - x.mean(0)) @ w.T).std(0).clamp_min(1e-12))[:, None]
+    with torch.no_grad(): layer.weight.copy_(w); layer.bias.copy_(torch.as_tensor(offset, dtype=torch.float32) - w @ x.mean(0))
+
+# %% ../nbs/02_demo.ipynb #d9ea096e
+def layer_input(model, layer, inputs:dict)->torch.Tensor:
+    "What `layer` takes when `model` runs on `inputs`."
+    got = []
+    hook = layer.register_forward_hook(lambda m, args, out: got.append(args[0].detach()))
+    try:
+        with torch.no_grad(): model(**inputs)
+    finally: hook.remove()
+    return got[0]
+
+# %% ../nbs/02_demo.ipynb #947cb08d
+COCO_LABELS = ["person", "bicycle", "car", "cat", "dog", "couch", "bed", "remote"] # eight of COCO's 80 labels, in its order: the demo detector's
+
+def sure_detector(model, # a YOLOS object detector, in float32
+                  processor, # its image processor
+                  spread:float=LOGIT_SPREAD):
+    "Make a random YOLOS detect on the photograph: its detection tokens drawn wide, each head's hidden layers at He's scale, its last layers redrawn on the photograph (labels spread as a trained head's logits, boxes about a quarter of the image wide)."
+    x = processor(images=photo(), return_tensors="pt")
+    with torch.no_grad():   # at transformers' initialisation the detection tokens are one token: every query gives the same box, and none is kept
+        torch.nn.init.normal_(model.vit.embeddings.detection_tokens, std=1.0)
+        for head, std, offset in ((model.class_labels_classifier, spread, 0.0), (model.bbox_predictor, 1.0, [0.0, 0.0, -1.0, -1.0])):
+            for layer in head.layers[:-1]: torch.nn.init.normal_(layer.weight, std=(2 / layer.in_features) ** 0.5); layer.bias.zero_()
+            spread_outputs(head.layers[-1], layer_input(model, head.layers[-1], x), std, offset)
+
+# %% ../nbs/02_demo.ipynb #d4413603
+def save_yolos(dest:Path, catalog:Path):
+    "A tiny YOLOS object detector over eight COCO labels at 224 pixels, with YOLOS' image processor; made to detect on the photograph (`sure_detector`)."
+    images = transformers.YolosImageProcessor(size={"shortest_edge": 224, "longest_edge": 320})
+    config = transformers.YolosConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=[224, 224],
+                                      num_detection_tokens=10, **labels(COCO_LABELS))
+    save_tiny(dest, transformers.YolosForObjectDetection, config, images, prepare=lambda m: sure_detector(m, images))
+
 # %% ../nbs/02_demo.ipynb #273a0b94
 def save_timm_checkpoint(model, dest:Path, model_config:dict|None=None):
     "A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's layout: no `model_args` (see above)."
@@ -901,6 +945,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-dinov2"), save_dinov2, "image-feature-extraction", "run_image_encoder: DINOv2, no head", 340_000, 74),
         R(d("tiny-dpt-depth"), save_dpt_depth, "depth-estimation", "run_depth_estimation: DPT, a depth for each pixel", 125_000, 34),
         R(d("tiny-segformer-ade"), save_segformer, "image-segmentation", "run_semantic_segmentation: SegFormer, eight ADE20K labels", 115_000, 37),
+        R(d("tiny-yolos"), save_yolos, "object-detection", "run_object_detection: YOLOS, eight COCO labels", 105_000, 39),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),

@@ -316,6 +316,7 @@ SYNTHETIC_CONFIGS = {
     "zero-shot-image-classification": {"architectures": ["CLIPModel"], "model_type": "clip", "text_config": {}, "vision_config": {}},
     "depth-estimation": {"architectures": ["DPTForDepthEstimation"], "model_type": "dpt"},
     "image-segmentation": {"architectures": ["SegformerForSemanticSegmentation"], "model_type": "segformer"},
+    "object-detection": {"architectures": ["DetrForObjectDetection"], "model_type": "detr", "is_encoder_decoder": True},   # DETR's config says encoder-decoder: the plan routes by its head
     "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
     "audio-classification": {"architectures": ["ASTForAudioClassification"], "model_type": "audio-spectrogram-transformer"},
 }

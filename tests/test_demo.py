@@ -31,7 +31,7 @@ ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm
             "tiny-bert-embed": ("BertModel", "sentence-similarity")}
 VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "tiny-dinov2": ("Dinov2Model", "image-feature-extraction"),
           "tiny-clip": ("CLIPModel", "zero-shot-image-classification"), "tiny-dpt-depth": ("DPTForDepthEstimation", "depth-estimation"),
-          "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation")}
+          "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation"), "tiny-yolos": ("YolosForObjectDetection", "object-detection")}
 AUDIO = {"tiny-whisper": ("WhisperForConditionalGeneration", "automatic-speech-recognition"), "tiny-wav2vec2-ctc": ("Wav2Vec2ForCTC", "automatic-speech-recognition"),
          "tiny-ast": ("ASTForAudioClassification", "audio-classification")}
 
@@ -222,6 +222,7 @@ def test_vision_forward(catalog, name):
     if name == "tiny-clip": assert out.logits_per_image.shape == (1, 2)
     if name == "tiny-dpt-depth": assert out.predicted_depth.shape == (1, 224, 224) and float(out.predicted_depth.std()) > 0.01   # depths, not the zeros of a default init
     if name == "tiny-segformer-ade": assert out.logits.shape == (1, 8, 56, 56) and model.config.id2label[2] == "sky"
+    if name == "tiny-yolos": assert out.logits.shape == (1, 10, 9) and out.pred_boxes.shape == (1, 10, 4) and model.config.id2label[3] == "cat"   # ten queries, eight labels and no object
 
 
 def test_minilm_is_the_real_encoder(catalog):

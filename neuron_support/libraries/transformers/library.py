@@ -72,7 +72,7 @@ def transformers_names()->frozenset: # every name transformers exports
     return frozenset(dir(transformers))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #2d355591
-VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation", "run_semantic_segmentation")
+VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation", "run_semantic_segmentation", "run_object_detection")
 
 def vision_runner(arch:str, # architectures[0], or ""
                   model_type:str, # config.json's model_type
@@ -146,8 +146,8 @@ def unserved(arch:str, # architectures[0], or ""
             )->str|None: # what the model is, and that no runner serves it; None for a model a runner serves
     "What a model takes that no runner makes yet, by transformers' tables, the config's shape, or `OTHER_INPUTS` where neither tells."
     if model_type in MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES: return "a video model (it takes frames, not one photograph): no runner serves it yet"
-    if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() or model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder"):
-        return "an object detector (boxes over an image): no runner serves it yet"
+    if model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder") and arch not in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values():
+        return "an object detector's base model, without its detection head (DetrModel's kin: states, not boxes): no runner serves it yet"
     if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"   # its head's task, not its backbone's: never a bare encoder's verdict
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
     if audio_language(config): return AUDIO_LANGUAGE
@@ -177,7 +177,8 @@ def choose_runner(config:dict, # the parsed config.json
     "The card's runner and load class for a checkpoint, from its config alone."
     config = as_transformers_reads(config)
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
-    if unserved(arch, mt, config): return "", arch   # frames, boxes, tables, an audio chat...: `unsupported` says which
+    if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
+    if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch   # boxes: before the encoder-decoders, whose flag DETR's config sets
     if audio := audio_runner(arch): return audio
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
@@ -260,7 +261,7 @@ SELECTION_TASKS = ("text-generation", "image-text-to-text")
 SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
-VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation")
+VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation", "object-detection")
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
 TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + AUDIO_TASKS
 
@@ -281,7 +282,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
-        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation or semantic-segmentation class ({arch}): no vision runner serves it"
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation, semantic-segmentation or object-detection class ({arch}): no vision runner serves it"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
 
@@ -368,7 +369,15 @@ semantic segmenter (SegFormer, BEiT's, UperNet) gives a class for each pixel:
 at least 99 % of the pixels must have fp32's class, bf16's, or one at a
 near-tie under fp32's probabilities. Both maps, the device's and the CPU's,
 are drawn beside the photograph in the run's folder (`image.png`,
-`image_cpu.png`). Object detectors, universal and instance segmenters,
+`image_cpu.png`). An object detector (DETR and its kin, RT-DETR, D-FINE,
+YOLOS, Table Transformer) gives a box and a label for each of its queries; the
+boxes a user keeps (score at least 0.5, the pipeline's default) must be on
+the device too, each with an IoU of at least 0.9 with fp32's box (or bf16's
+own), fp32's or bf16's label (or one at a near-tie), and a score over the
+threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
+does not keep (a random checkpoint's five likeliest boxes are compared when it
+keeps none). Its kept boxes are drawn on the photograph, the device's and the
+CPU's. Zero-shot detectors, universal and instance segmenters,
 promptable segmenters (SAM), keypoint models and image-to-image models are
 listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what
 it gives.
@@ -400,8 +409,8 @@ included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `text-classification`, `question-answering`, `zero-shot-classification`,
 `feature-extraction`, `sentence-similarity` and `text-ranking`), of the
 vision tasks (`image-classification`, `image-feature-extraction`,
-`zero-shot-image-classification`, `depth-estimation` and
-`image-segmentation`) and of the audio tasks
+`zero-shot-image-classification`, `depth-estimation`, `image-segmentation`
+and `object-detection`) and of the audio tasks
 (`automatic-speech-recognition` and `audio-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their
