@@ -21,7 +21,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "19"
+DEMO_VERSION = "21"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -690,6 +690,19 @@ def save_yolos(dest:Path, catalog:Path):
                                       num_detection_tokens=10, **labels(COCO_LABELS))
     save_tiny(dest, transformers.YolosForObjectDetection, config, images, prepare=lambda m: sure_detector(m, images))
 
+# %% ../nbs/02_demo.ipynb #70ae1d39
+def save_vit_gpt2(dest:Path, catalog:Path):
+    "A tiny ViT-GPT2 captioner in the Hub's layout of nlpconnect/vit-gpt2-image-captioning: a vision encoder-decoder (ViT's encoder, GPT-2's decoder with cross-attention), ViT's image processor beside a byte-level BPE tokenizer (SmolLM2's, no chat template), the decoder starting from BOS; its output embeddings untied and scaled by HEAD_SCALE (tied, the scale would grow its input embeddings too, and it would only repeat its start token)."
+    tok = bpe_tokenizer(catalog)
+    tok.chat_template = None
+    ids = decoder_ids(tok)
+    decoder = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=1024, add_cross_attention=True, is_decoder=True, tie_word_embeddings=False, **ids)
+    config = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(transformers.ViTConfig(**TINY_VIT, patch_size=32), decoder)
+    config.decoder_start_token_id, config.pad_token_id, config.eos_token_id = ids["bos_token_id"], ids["pad_token_id"], ids["eos_token_id"]
+    config.tie_word_embeddings = False
+    save_tiny(dest, transformers.VisionEncoderDecoderModel, config, tok, head_scale=HEAD_SCALE)
+    transformers.ViTImageProcessor(size={"height": 224, "width": 224}).save_pretrained(dest)
+
 # %% ../nbs/02_demo.ipynb #273a0b94
 def save_timm_checkpoint(model, dest:Path, model_config:dict|None=None):
     "A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's layout: no `model_args` (see above)."
@@ -946,6 +959,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-dpt-depth"), save_dpt_depth, "depth-estimation", "run_depth_estimation: DPT, a depth for each pixel", 125_000, 34),
         R(d("tiny-segformer-ade"), save_segformer, "image-segmentation", "run_semantic_segmentation: SegFormer, eight ADE20K labels", 115_000, 37),
         R(d("tiny-yolos"), save_yolos, "object-detection", "run_object_detection: YOLOS, eight COCO labels", 105_000, 39),
+        R(d("tiny-vit-gpt2"), save_vit_gpt2, "image-to-text", "run_image_to_text: ViT-GPT2, a caption with no prompt", 95_000, 43),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),

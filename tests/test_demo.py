@@ -31,7 +31,8 @@ ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm
             "tiny-bert-embed": ("BertModel", "sentence-similarity")}
 VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "tiny-dinov2": ("Dinov2Model", "image-feature-extraction"),
           "tiny-clip": ("CLIPModel", "zero-shot-image-classification"), "tiny-dpt-depth": ("DPTForDepthEstimation", "depth-estimation"),
-          "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation"), "tiny-yolos": ("YolosForObjectDetection", "object-detection")}
+          "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation"), "tiny-yolos": ("YolosForObjectDetection", "object-detection"),
+          "tiny-vit-gpt2": ("VisionEncoderDecoderModel", "image-to-text")}
 AUDIO = {"tiny-whisper": ("WhisperForConditionalGeneration", "automatic-speech-recognition"), "tiny-wav2vec2-ctc": ("Wav2Vec2ForCTC", "automatic-speech-recognition"),
          "tiny-ast": ("ASTForAudioClassification", "audio-classification")}
 
@@ -215,13 +216,16 @@ def test_vision_forward(catalog, name):
         x = transformers.AutoProcessor.from_pretrained(repo(catalog, name))(text=["This is a photo of cat.", "This is a photo of dog."],
                                                                              images=img, padding=True, return_tensors="pt")
     else: x = transformers.AutoImageProcessor.from_pretrained(repo(catalog, name))(images=img, return_tensors="pt")
-    assert x["pixel_values"].shape == (1, 3, 224, 224)
-    with torch.no_grad(): out = model(**{k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in x.items()})
+    if name == "tiny-yolos": assert max(x["pixel_values"].shape[-2:]) <= 320 and min(x["pixel_values"].shape[-2:]) <= 224   # DETR's kin resize by edges: the photograph's shape kept
+    else: assert x["pixel_values"].shape == (1, 3, 224, 224)
+    start = {"decoder_input_ids": torch.tensor([[model.config.decoder_start_token_id]])} if name == "tiny-vit-gpt2" else {}   # a captioner's decoder, one step
+    with torch.no_grad(): out = model(**{k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in x.items()}, **start)
     if name == "tiny-vit": assert out.logits.shape == (1, 8) and model.config.id2label[0] == "tabby, tabby cat"
     if name == "tiny-dinov2": assert out.last_hidden_state.shape == (1, 1 + 16 * 16, 32)
     if name == "tiny-clip": assert out.logits_per_image.shape == (1, 2)
     if name == "tiny-dpt-depth": assert out.predicted_depth.shape == (1, 224, 224) and float(out.predicted_depth.std()) > 0.01   # depths, not the zeros of a default init
     if name == "tiny-segformer-ade": assert out.logits.shape == (1, 8, 56, 56) and model.config.id2label[2] == "sky"
+    if name == "tiny-vit-gpt2": assert out.logits.shape[:2] == (1, 1) and model.config.decoder.add_cross_attention   # one decoder step over the image's states
     if name == "tiny-yolos": assert out.logits.shape == (1, 10, 9) and out.pred_boxes.shape == (1, 10, 4) and model.config.id2label[3] == "cat"   # ten queries, eight labels and no object
 
 

@@ -11,6 +11,7 @@ from neuron_support.demo import build_demo
 from neuron_support.publish import read_table, table_path
 from neuron_support.stack import detect_stack, pair_key
 from neuron_support.sweep import run_folder
+from neuron_support.processes import first_line
 from conftest import rerun_alone, damaged_run
 
 TR = detect_stack("cpu", found={}, library="transformers")
@@ -103,7 +104,29 @@ def test_the_demo_sweep_of_the_vision_language_models(tmp_path, demo_hub, demo_s
     assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", qwen.cpu_match, qwen.notes)
 
 
-@pytest.mark.parametrize("model", ["tiny-qwen2.5-vl", "tiny-smolvlm"])
+def test_the_demo_sweep_of_the_captioner(tmp_path, demo_hub, demo_sweep_of_libraries):
+    """The tiny ViT-GPT2 (a vision encoder-decoder in the Hub's layout), swept: `run_image_to_text`, the photograph alone and no
+    prompt, PASS on one core against the CPU's fp32 generation from the same pixels; the caption written under the photograph,
+    the device's and the CPU's, beside its notebook and in it; run.py rerun alone says the same."""
+    out, p = demo_sweep_of_libraries   # read only
+    assert p.returncode == 0, p.stderr[-3000:]
+    model = f"{DEMO}/tiny-vit-gpt2"
+    row = read_table(table_path(out, PAIR)).set_index("model_id").loc[model]
+    assert (row.runner, row.neuron_cores, row.result, row.check, row.task) == ("run_image_to_text", 1, "PASS", "cpu", "image-to-text"), row[["result", "notes", "error"]]
+    assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
+    assert "libraries.transformers.generation, libraries.transformers.multimodal" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
+    folder = run_folder(out, PAIR, model)
+    outcome = json.loads((folder / "outcome.json").read_text())
+    assert outcome["images"] == ["input.png", "image.png", "image_cpu.png"] and all((folder / n).is_file() for n in outcome["images"])
+    assert row.notes == first_line(outcome["text"])   # the caption is the row's notes
+    texts, picture = notebook_texts(folder)
+    said = "\n".join(texts)
+    assert picture and "generated: " in said and "CPU fp32 text: " in said and "image tokens" not in said, said[-1500:]
+    outcome = rerun_alone(folder, demo_hub, tmp_path)
+    assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", row.cpu_match, row.notes)
+
+
+@pytest.mark.parametrize("model", ["tiny-qwen2.5-vl", "tiny-smolvlm", "tiny-vit-gpt2"])
 def test_a_vision_language_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the generation departs from the CPU's at a token that is no near-tie."
     outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)

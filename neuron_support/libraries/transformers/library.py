@@ -135,9 +135,11 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "pix2struct": "an image-to-text model (the prompt is drawn onto the image: no text tokens)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
-    "vision-encoder-decoder": "an image-to-text model (a vision encoder before a text decoder, TrOCR's and ViT-GPT2's kin: it reads or captions the image, no prompt)",
 }
 
+
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #f0784cff
+IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"} # model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
@@ -179,6 +181,7 @@ def choose_runner(config:dict, # the parsed config.json
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch   # boxes: before the encoder-decoders, whose flag DETR's config sets
+    if mt in IMAGE_TO_TEXT: return "run_image_to_text", IMAGE_TO_TEXT[mt]   # a caption from the image alone, not a text encoder-decoder's prompt
     if audio := audio_runner(arch): return audio
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
@@ -223,7 +226,8 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
         return {"task_kind": kind, "text": ENCODER_TEXT, "masked_word": MASKED_WORD if kind == "masked-lm" else "",
                 "question": QUESTION if kind == "question-answering" else "", "max_length": ENCODER_LENGTH}
     chunk = PREFILL_CHUNK if runner in ("run_dense", "run_dense_ep") else 0
-    return {"prompt": prompt, "chat": chat, "image": PHOTO if runner == "run_multimodal" else False, "max_new_tokens": max_new_tokens,
+    if runner == "run_image_to_text": prompt, chat = "", False   # the image alone: its users give no prompt
+    return {"prompt": prompt, "chat": chat, "image": PHOTO if runner in ("run_multimodal", "run_image_to_text") else False, "max_new_tokens": max_new_tokens,
             "min_new_tokens": min_new_tokens, "prefill_chunk_size": chunk}
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #0ad3675f
@@ -233,7 +237,8 @@ def parallel_mode(runner:str, cores:int, model_type:str)->str:
     return "ep" if runner == "run_dense_ep" else "tp"
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #0d638f68
-ONE_CORE = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core"} # runner -> why its models run whole on one core
+ONE_CORE = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core",
+            "run_image_to_text": "an image-to-text encoder-decoder runs on one core"} # runner -> why its models run whole on one core
 
 def shards(runner:str, model_type:str)->bool:
     "Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and vision-language runners), or by experts (`run_dense_ep`)."
@@ -252,7 +257,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated, shards, ONE_CORE)
-    chat = runner not in ("run_encoder", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck)
+    chat = runner not in ("run_encoder", "run_image_to_text", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck)
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)
 
@@ -262,8 +267,9 @@ SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
 VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation", "object-detection")
+IMAGE_TO_TEXT_TASKS = ("image-to-text",)
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
-TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + AUDIO_TASKS
+TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + IMAGE_TO_TEXT_TASKS + AUDIO_TASKS
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #192fadde
 GENERATION_TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS
@@ -283,6 +289,8 @@ def unsupported(task:str, # the listing's pipeline_tag
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation, semantic-segmentation or object-detection class ({arch}): no vision runner serves it"
+    if task in IMAGE_TO_TEXT_TASKS and runner not in ("run_image_to_text", "run_multimodal"):
+        return f"an {task} model without a vision encoder-decoder or image-text-to-text class ({arch}): no runner generates text from its image"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
 
@@ -377,7 +385,12 @@ own), fp32's or bf16's label (or one at a near-tie), and a score over the
 threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
 does not keep (a random checkpoint's five likeliest boxes are compared when it
 keeps none). Its kept boxes are drawn on the photograph, the device's and the
-CPU's. Zero-shot detectors, universal and instance segmenters,
+CPU's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2) reads
+or captions the photograph with no prompt: its decoder generates at most
+{MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
+NeuronCore, and is checked as a generation, against the CPU's fp32 generation
+from the same pixels; its caption is written under the photograph, the
+device's and the CPU's. Zero-shot detectors, universal and instance segmenters,
 promptable segmenters (SAM), keypoint models and image-to-image models are
 listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what
 it gives.
@@ -410,7 +423,7 @@ included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `feature-extraction`, `sentence-similarity` and `text-ranking`), of the
 vision tasks (`image-classification`, `image-feature-extraction`,
 `zero-shot-image-classification`, `depth-estimation`, `image-segmentation`
-and `object-detection`) and of the audio tasks
+and `object-detection`), of `image-to-text` and of the audio tasks
 (`automatic-speech-recognition` and `audio-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their
@@ -430,7 +443,7 @@ TRANSFORMERS = Library(
     tested=TESTED, carried=(*FIRST, f"{HERE}.generation", f"{HERE}.text"),
     runner_modules={**dict.fromkeys(VISION_RUNNERS, ("neuron_support.photo", *FIRST, f"{HERE}.vision")),
                     **dict.fromkeys(AUDIO_RUNNERS, (*FIRST, f"{HERE}.audio")),
-                    "run_multimodal": ("neuron_support.photo", *FIRST, f"{HERE}.generation", f"{HERE}.multimodal")},
+                    **dict.fromkeys(("run_multimodal", "run_image_to_text"), ("neuron_support.photo", *FIRST, f"{HERE}.generation", f"{HERE}.multimodal"))},
     shards=shards, one_core=ONE_CORE, builder=f"{HERE}.tiny_checkpoints")
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #40addabc

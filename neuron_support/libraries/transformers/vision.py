@@ -9,7 +9,7 @@ __all__ = ['RUNNERS', 'CHECKS']
 import inspect, math
 import torch
 import transformers
-from ...photo import photo, photo_tensor, picture_tensor, INPUT_PICTURE
+from ...photo import photo, photo_tensor, picture_tensor, label_font, INPUT_PICTURE
 from .load import load_model, model_inputs
 from ...core import forward_twice, reference_key
 from ...processes import first_line
@@ -327,6 +327,7 @@ def detection_pictures(fp32:dict, dev:dict, id2label:dict|None, scale:int=2)->di
     "The device's kept boxes and fp32's drawn on the photograph: `image.png` and `image_cpu.png`."
     from PIL import ImageDraw
     palette = (torch.rand(max(len(id2label or {}), 1) + 1, 3, generator=torch.Generator().manual_seed(0)) * 200 + 55).int().tolist()
+    font = label_font(7 * scale)
     def draw(out):
         scores, labels, _ = query_scores(out["logits"], id2label)
         im = photo(); im = im.resize((im.width * scale, im.height * scale))
@@ -336,9 +337,9 @@ def detection_pictures(fp32:dict, dev:dict, id2label:dict|None, scale:int=2)->di
             colour = tuple(palette[int(labels[q]) % len(palette)])
             pen.rectangle([x0, y0, x1, y1], outline=colour, width=2 * scale)
             name = f"{label_name(id2label, int(labels[q]))} {float(scores[q]):.2f}"
-            tag = pen.textbbox((x0, y0), name)   # the name on its colour, inside the box's top left corner: readable on any photograph
+            tag = pen.textbbox((x0, y0), name, font=font)   # the name on its colour, inside the box's top left corner: readable on any photograph
             pen.rectangle([x0, y0, x0 + tag[2] - tag[0] + 6, y0 + tag[3] - tag[1] + 6], fill=colour)
-            pen.text((x0 + 3, y0 + 3 - (tag[1] - y0)), name, fill=(0, 0, 0))
+            pen.text((x0 + 3, y0 + 3 - (tag[1] - y0)), name, fill=(0, 0, 0), font=font)
         return picture_tensor(im)
     return {"image.png": draw(dev), "image_cpu.png": draw(fp32)}
 
