@@ -110,8 +110,9 @@ def culprit(run:dict, # a run's row
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
-    if result == "FAIL(output)" or run.get("cpu_eager") == "ok": return "device"
-    if not run.get("cpu_eager") or pd.isna(run.get("cpu_eager")): return "undetermined"
+    shared = isinstance(run.get("cpu_eager"), str) and run["cpu_eager"] not in ("", "ok")   # the CPU's own failure: an error, or an output its eager bf16 call spoils too (a check's NaN)
+    if run.get("cpu_eager") == "ok" or result == "FAIL(output)" and not shared: return "device"
+    if not shared: return "undetermined"
     if outcome.get("cpu_defaults") == "ok": return "settings"
     return "transformers" if library == "transformers" else "library"   # timm's checkpoints are its own sizes: no wider build tells more
 
@@ -187,7 +188,8 @@ def check_wider(rows:list, # the architecture rows this invocation made
 # %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
     "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute: the harness's own failures (none expected)."
-    return table[(table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)")) & (table.device == "cpu")]
+    shared = table.cpu_eager.fillna("").ne("") & table.cpu_eager.ne("ok")   # an output the CPU's eager bf16 call spoils too is the CPU's
+    return table[(table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")]
 
 # %% ../nbs/24_architectures.ipynb #8b5a57ae
 def summary(table:pd.DataFrame)->str:

@@ -135,6 +135,9 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "pix2struct": "an image-to-text model (the prompt is drawn onto the image: no text tokens)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
+    **dict.fromkeys(("pp_ocrv5_mobile_det", "pp_ocrv5_server_det", "pp_ocrv6_small_det", "pp_ocrv6_medium_det"),
+                    "a text detector (a map of where the image has text, which its processor turns into polygons: no boxes and labels)"),
+    "pp_doclayout_v4": "a layout detector of quadrilaterals (a centre and four corner offsets per region, not an axis-aligned box)",
 }
 
 

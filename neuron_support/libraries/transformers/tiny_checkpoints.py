@@ -22,17 +22,15 @@ from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
 from ...photo import photo
-from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, image_chat_template, demo_dir)
+from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template, demo_dir)
+from .library import IMAGE_TO_TEXT
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
-GROUPS = ("run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
+GROUPS = ("run_image_to_text", "run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
+          "run_object_detection", "run_semantic_segmentation", "run_depth_estimation",
           "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
-IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder") # the groups whose checkpoints take their family's image processor alone
-# Not yet a group: depth estimation (`run_depth_estimation` serves the models' table). Its DPT kin have a neck of four stages, each fed
-# by a layer of the backbone (`neck_hidden_sizes`, `reassemble_factors` against `backbone_out_indices` or the backbone's `out_indices`),
-# which the two-layer shrink cuts to one output: every such row would fail on the CPU at both sizes, the builder's miss published as
-# the architecture's. The builder must keep a neck's stages and the backbone's outputs in step first.
+IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation", "run_depth_estimation") # the groups whose checkpoints take their family's image processor alone
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b53634be
 def group_mappings()->dict: # {group: [(model_type, class name or names)]}
@@ -48,6 +46,10 @@ def group_mappings()->dict: # {group: [(model_type, class name or names)]}
             "run_encoder": [(mt, h[mt]) for mt in encoders for h in heads if mt in h],
             "run_image_classifier": list(m.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_image_encoder": list(m.MODEL_FOR_IMAGE_MAPPING_NAMES.items()),
+            "run_object_detection": list(m.MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.items()),
+            "run_semantic_segmentation": list(m.MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.items()),
+            "run_depth_estimation": list(m.MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.items()),
+            "run_image_to_text": list(IMAGE_TO_TEXT.items()),
             "run_zero_shot_image": list(m.MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_ctc": list(m.MODEL_FOR_CTC_MAPPING_NAMES.items()),
             "run_audio_classifier": list(m.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES.items())}
@@ -109,10 +111,38 @@ NOT_WIDTH = re.compile(r"image|patch|vocab|position|window|chunk|kernel|pool|max
 LAYER_INDEX = re.compile(r"(feature_layers?|_layers?_(idx|ids|indices|indexes)|_layer_ids|_block_indexes|_block_ids|_indices|_attn_indexes|full_attn_idxs)$") # lists of layer indices
 LAYER_INDEX_INT = re.compile(r"(_attn_index|_layer_index|_layer_idx|_layer_id|layer_end_index)$") # one layer's index
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #2567fc37
+NECK_KEYS = ("backbone_out_indices", "out_indices", "out_features") # the lists of a backbone's layers a neck reads, in order
+
+def neck_outputs(d:dict)->int:
+    "How many of a config's layers a neck reads (the longest of `NECK_KEYS`' lists), where its stages are its layers (it counts them, as a transformer does); 0 else."
+    if not any(isinstance(d.get(k), int) and not isinstance(d.get(k), bool) for k in LAYERS): return 0
+    return max((len(d[k]) for k in NECK_KEYS if isinstance(d.get(k), list)), default=0)
+
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c4765c20
+def kept_outputs(old:dict, # the config as it was
+                 n:int, # its layers now
+                )->dict: # the keys to update
+    "A backbone's outputs at the shrunk depth `n`: as many as a neck read, the last layers (`backbone_out_indices` count from the first layer, `out_indices` from the stem); as they were where its stages are not its layers; derived again where it named one or none."
+    many = {k: len(old[k]) for k in NECK_KEYS if isinstance(old.get(k), list) and len(old[k]) > 1}
+    if not many: return {k: None for k in ("out_features", "out_indices") if old.get(k) is not None}
+    if not neck_outputs(old): return {}   # a ResNet's or a ConvNeXt's stages: its lists of blocks, as they were
+    out = {}
+    if "backbone_out_indices" in many: out["backbone_out_indices"] = list(range(n - many["backbone_out_indices"], n))
+    k = max(many.get("out_indices", 0), many.get("out_features", 0))
+    if k: out.update(out_indices=list(range(n - k + 1, n + 1)), out_features=None,
+                     **({"stage_names": ["stem"] + [f"stage{i}" for i in range(1, n + 1)]} if "stage_names" in old else {}))
+    return out
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bb224200
 OVERRIDES = {
     "jamba": dict(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, use_mamba_kernels=False),
     "mamba2": dict(num_heads=8, head_dim=16, n_groups=1, expand=2),
+    "lw_detr": lambda s: dict(projector_scale_factors=[1.0], projector_in_channels=[64 * s], num_feature_levels=1),   # its checkpoints' projector (one level, at the backbone's scale, as LW-DETR small's); its defaults have none, and no feature reaches the decoder
+    "zoedepth": lambda s: dict(bottleneck_features=64 * s),   # its fusion's width, which the bottleneck's convolution takes (256 and 256 at its defaults)
+    "depth_pro": dict(intermediate_hook_ids=[1, 0]),   # the patch encoder's layers its intermediate features read (11 and 5 of 24), within its two
+    "rf_detr": dict(backbone_config=dict(image_size=560)),   # its checkpoints' resolution (560 for the base): 40 patches of 14 a side, four windows of ten; at the default 518 the windows do not divide the patches
+    "pp_doclayout_v2": dict(class_thresholds=[0.5] * len(COCO_LABELS), class_order=list(range(len(COCO_LABELS))), encoder_in_channels=[512, 1024, 2048], backbone_config=dict(stage_in_channels=[48, 128, 512, 1024], stage_out_channels=[128, 512, 1024, 2048])),   # its HGNet stages' channels and the encoder's inputs, as they are: the tiny width is one of them (512), and making that one tiny breaks the stages' chain; a threshold and a reading-order rank per label, as its checkpoints have (its forward reads them)
     "bamba": dict(attn_layer_indices=[1]),  # its defaults have no attention layer, which generate refuses; its checkpoints have some
     "granitemoehybrid": dict(layer_types=["linear_attention", "full_attention"]),  # the same: real Granite 4 hybrids mix both
     "whisper": dict(begin_suppress_tokens=None, suppress_tokens=None),  # its defaults suppress ids of its 51,865-token vocabulary
@@ -153,7 +183,6 @@ OVERRIDES = {
     "hrm_text": dict(num_layers_per_stack=None),   # derived again from the tiny layer count (its defaults' 16 layers a stack, and the cache's slots for each cycle)
     "recurrent_gemma": dict(block_types=["recurrent", "attention"]),   # its blocks' cycle (two recurrent, one attention) over two layers: one of each
     "zamba2": lambda s: dict(mamba_headdim=16 * s, attention_hidden_size=128 * s, attention_head_dim=32 * s),   # its shared attention over the states and the embeddings side by side (2 x the width); its Mamba heads' width: the tiny inner width (2 x 64) over its 8 heads (64 at its checkpoints')
-    "data2vec-vision": dict(out_indices=[1]),   # its segmentation head's layers (3, 5, 7, 11): the last of two
     "kolibri1_1": dict(layer_types=["sliding_attention", "indexed_attention"], index_layers=[1], kv_source_layers=[0, 1], mlp_only_layers=[0], index_num_heads=1),
     # one layer of each kind (its 40 sliding and 10 indexed), each its own keys' source, the first without experts (its first two), one indexer head
     "dory": dict(layer_types=["sliding_attention", "mlp"], n_input_layers=0, n_recurrent_layers=2, n_output_layers=0),   # an attention and an MLP block, the recurrent stack alone (its 16, 40, 16)
@@ -179,7 +208,7 @@ def layer_plan(d:dict)->tuple: # (number of layers, {key: shortened per-layer li
     n_default = next((d[k] for k in LAYERS if isinstance(d.get(k), int)), None)
     kinds = list(dict.fromkeys(d["layer_types"])) if isinstance(d.get("layer_types"), list) else []
     shared = d.get("num_kv_shared_layers")
-    n = max(2, len(kinds)) + (isinstance(shared, int) and isinstance(n_default, int) and 0 < shared < n_default)   # Gemma 3n: a layer of each kind makes its cache, the last one reuses it
+    n = max(2, len(kinds), neck_outputs(d)) + (isinstance(shared, int) and isinstance(n_default, int) and 0 < shared < n_default)   # Gemma 3n: a layer of each kind makes its cache, the last one reuses it
     lists = {}
     for k, v in d.items():
         if not isinstance(v, list) or n_default is None or len(v) != n_default or not v: continue
@@ -281,6 +310,7 @@ def kept_layers(d:dict, n:int, lists:dict)->dict:
     "The layer indices of `d` (lists and single ones) within its `n` layers; the per-layer lists of `layer_plan` as they are."
     for k, v in list(d.items()):
         if k in lists or isinstance(v, bool): continue
+        if k in NECK_KEYS: continue   # a neck's layers: `kept_outputs`
         if LAYER_INDEX.search(k) and isinstance(v, list) and v and all(isinstance(x, int) for x in v): d[k] = [x for x in v if -n <= x < n] or [n - 1]
         elif k.endswith("feature_layer") and isinstance(v, int) and not -n - 1 <= v <= n: d[k] = -1
         elif LAYER_INDEX_INT.search(k) and isinstance(v, int) and v >= n: d[k] = n - 1
@@ -319,8 +349,7 @@ def shrink(d:dict, # a config as config.json holds it
     if isinstance(d.get("first_k_dense_replace"), int): d["first_k_dense_replace"] = min(d["first_k_dense_replace"], 1)
     if isinstance(shared := old.get("num_kv_shared_layers"), int) and shared:   # the layers that reuse earlier ones' caches: the last one (`layer_plan` added it), or all where all do (an assistant's)
         d["num_kv_shared_layers"] = n if shared == next((old[k] for k in LAYERS if isinstance(old.get(k), int)), None) else 1
-    for k in ("out_features", "out_indices"):  # a backbone's outputs name its stages at full depth: derived again from the shrunk one
-        if d.get(k) is not None: d[k] = None
+    d.update(kept_outputs(old, n))
     if vocab:  # the tokenizer's ids where the config names them (an encoder-decoder's start token too), its size where it has one
         d.update({k: v for k, v in vocab.items() if k in d or k == "decoder_start_token_id" and d.get("is_encoder_decoder")})
         for k in ("unpadded_vocab_size", "vocab_size_per_layer_input"):   # Inkling 2's rows before padding, Gemma 4's per-layer embeddings: the tokenizer's all
@@ -352,20 +381,45 @@ def config_defaults(cls, vision:bool=False)->dict:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #df0cddfe
 def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, decoder:bool=False, scale:int=1, vision:bool=False):
-    "The defaults of the config class `cls_name` takes (`vision`: with a vision tower), shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."
+    "The defaults of the config class `cls_name` takes (`vision`: with a vision tower; a head's outputs, `HEAD_OUTPUTS`), shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."
     cls = config_class(model_type, cls_name)
-    d = shrink({k: v for k, v in config_defaults(cls, vision).items() if k not in ("transformers_version", "architectures")}, vocab, scale)
+    d = {k: v for k, v in config_defaults(cls, vision).items() if k not in ("transformers_version", "architectures")}
+    if cls_name in HEAD_OUTPUTS: d.update(out_indices=HEAD_OUTPUTS[cls_name], out_features=None)
+    d = shrink(d, vocab, scale)
     if decoder and "is_decoder" in d: d["is_decoder"] = True  # an encoder's causal-LM class (BertLMHeadModel) wants it, as its checkpoints have it
     return cls(**{**d, "architectures": [cls_name], **head_kwargs})
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #a4d6724d
+HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11]) # a head that reads layers its type's defaults do not name: what its checkpoints set (BEiT's segmenters read four of twelve; the class refuses fewer), shrunk as a neck's
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e73bd0f0
 def head_kwargs(cls_name:str)->dict:
-    "Labels for a classification head: the demo's NER labels, two sentiments, eight ImageNet labels or five audio labels."
+    "Labels for a classification head: the demo's NER labels, two sentiments, eight ImageNet, COCO or ADE20K labels, or five audio labels."
     if cls_name.endswith("ForTokenClassification"): return labels(NER_LABELS)
     if cls_name.endswith("ForSequenceClassification"): return labels(["NEGATIVE", "POSITIVE"])
     if cls_name.endswith("ForImageClassification"): return labels(IMAGENET_LABELS)
+    if cls_name.endswith("ForObjectDetection"): return labels(COCO_LABELS)
+    if cls_name.endswith("ForSemanticSegmentation"): return labels(ADE_LABELS)
     if cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
     return {}
+
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0680daec
+def caption_reader()->tuple: # (processor, token ids)
+    "A vision encoder-decoder's processor: TrOCR's, a ViT image processor beside the demo's byte-level BPE tokenizer (no chat template: its users give no prompt)."
+    tok = bpe_tokenizer(build_demo())
+    tok.chat_template = None
+    return transformers.TrOCRProcessor(image_processor=transformers.ViTImageProcessor(), tokenizer=tok), tokenizer_ids(tok)
+
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3c2956c7
+def caption_config(ids:dict, # the tokenizer's (`tokenizer_ids`)
+                   scale:int=1):
+    "A tiny vision encoder-decoder config as ViT-GPT2's: ViT's and GPT-2's defaults shrunk, the decoder cross-attending, starting from BOS."
+    encoder = shrink(transformers.ViTConfig().to_dict(), {}, scale)
+    decoder = shrink(transformers.GPT2Config(add_cross_attention=True, is_decoder=True, tie_word_embeddings=False).to_dict(), ids, scale)
+    config = transformers.VisionEncoderDecoderConfig(encoder=encoder, decoder=decoder, decoder_start_token_id=ids["bos_token_id"],
+                                                     pad_token_id=ids["pad_token_id"], eos_token_id=ids["eos_token_id"], tie_word_embeddings=False,
+                                                     architectures=["VisionEncoderDecoderModel"])
+    return config
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #95baa60e
 def registered(names, # a mapping's value: a class name, a tuple of them, or a dict of them by backend
@@ -392,7 +446,8 @@ PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr"
                      "fast_vlm": "llava", "glmga": "glm46v",   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
                      "siglip_vision_model": "siglip", "mlcd_vision_model": "clip", "dinov2_with_registers": "dinov2", "dinov3_convnext": "dinov3_vit",
                      "tipsv2_vision_model": "tipsv2",   # vision towers saved alone, whose checkpoints keep their family's image processor (DINOv2 with registers: BiT's, as DINOv2's)
-                     "cosmos3_omni": "qwen3_vl"}   # Cosmos3 Omni is Qwen3-VL's model with more heads: its checkpoints keep Qwen3-VL's processor
+                     "cosmos3_omni": "qwen3_vl",   # Cosmos3 Omni is Qwen3-VL's model with more heads: its checkpoints keep Qwen3-VL's processor
+                     "d_fine": "rt_detr", "rt_detr_v2": "rt_detr", "dab-detr": "detr"}   # detectors whose checkpoints keep their kin's image processor (D-FINE's and RT-DETRv2's RT-DETR's, DAB-DETR's DETR's)
 FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder", "wav2vec2-bert": "seamless_m4t"}
 # a type whose checkpoints keep another family's feature extractor (Nemotron-H Omni's audio is Parakeet's; w2v-BERT 2.0's filter banks are SeamlessM4T's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
@@ -433,8 +488,8 @@ def processor_class(model_type:str)->type:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c233ee4c
 def vision_fields(config:dict)->dict:
-    "The vision tower's (its sub-config's, else the top's) image size, patch size and merges, the tiles of an image, and the tokens an image is, where the config says."
-    v = next((c for k, c in config.items() if isinstance(c, dict) and "vision" in k and "model_type" in c), config.get("vq_config") or config)
+    "The vision tower's (its vision or backbone sub-config's, else the top's) image size, patch size and merges, the tiles of an image, and the tokens an image is, where the config says."
+    v = next((c for k, c in config.items() if isinstance(c, dict) and ("vision" in k or "backbone" in k) and "model_type" in c), config.get("vq_config") or config)   # a detector's backbone is its tower: LW-DETR's windows divide its image size
     out = {k: v[k] for k in ("image_size", "patch_size", "temporal_patch_size") if isinstance(v.get(k), (int, list)) and not isinstance(v.get(k), bool)}
     if isinstance(v.get("resolution"), int) and "image_size" not in out: out["image_size"] = v["resolution"]   # a VQ image tokenizer's (Chameleon's)
     if isinstance(v.get("spatial_merge_size"), int): out["merge_size"] = v["spatial_merge_size"]
@@ -702,6 +757,7 @@ def one_token_type(model_type:str, cls_name:str)->bool:
 def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tuple: # (tokenizer or processor, config keys it decides)
     "What the checkpoint reads its input with, and the config keys that follow from it (vocabulary, image tokens)."
     if group == "run_multimodal": return multimodal_reader(model_type, cls_name, scale)
+    if group == "run_image_to_text": return caption_reader()
     if model_type in NO_CHECKPOINT: raise LookupError(NO_CHECKPOINT[model_type])
     if model_type in IMAGE_PROCESSORS: return IMAGE_PROCESSORS[model_type](scale), {}
     if group in IMAGE_GROUPS: return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
@@ -726,7 +782,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "13" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "14" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -741,6 +797,17 @@ def broken()->dict: # {model_type: {key: value}}
     import os
     return json.loads(os.environ.get(BREAK_TINY) or "{}")
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fe782d07
+def defaults_refused(model_type:str, cls_name:str)->str|None:
+    "Why the class cannot be made from its config class's own defaults, untouched (the builder's starting point), or None where it can: then a failed build is the builder's."
+    try:
+        cfg = config_class(model_type, cls_name)
+        with torch.device("meta"): getattr(transformers, cls_name)(cfg())
+        return None
+    except Exception as e:
+        said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")
+        return f"transformers' own defaults do not make it ({cfg.__name__}(): {type(e).__name__}: {said}): its checkpoints set what they leave unset"
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d9b89838
 def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->dict: # {"params": n} or {"skip": reason}, with the version
     "A tiny random checkpoint of `cls_name` at `scale` in `dest` (kept and reused while BUILD_VERSION and transformers are the same)."
@@ -751,7 +818,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     model_cls = getattr(transformers, cls_name)
     try:
         proc, ids = reader(group, model_type, cls_name, dest, scale)
-        config = tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal")
+        config = (caption_config(ids, scale) if group == "run_image_to_text" else
+                  tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal"))
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
         if group in IMAGE_GROUPS: proc = follow(proc, vision_fields(config.to_dict()))   # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224)
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())
@@ -762,7 +830,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         done = {"version": version, "params": n}
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
-        done = {"version": version, "skip": f"{type(e).__name__}: {said}"[:300]}
+        done = {"version": version, "skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]}
         dest.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp, json.dumps(done))
     return done

@@ -132,7 +132,7 @@ def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one
         (s32, c32, _), (s16, c16, _), (sd, cd, _) = (query_scores(r["logits"], id2label) for r in (ref["fp32"], ref["bf16"], dev))
         b32 = ref["fp32"]["boxes"]
         seen = lambda s, c, q: f"{label_name(id2label, int(c[q]))} {float(s[q]):.2f}"
-        return [{"fp32's box": q, "where (pixels)": str([round(v) for v in box_corners(b32[q], photo().size).tolist()]), "CPU fp32": seen(s32, c32, q), "CPU bf16": seen(s16, c16, q), plan["device"]: seen(sd, cd, m := same_box(dev["boxes"], b32[q], q)),
+        return [{"fp32's box": q, "where (pixels)": "[" + ", ".join(f"{v:.0f}" for v in box_corners(b32[q], photo().size).tolist()) + "]", "CPU fp32": seen(s32, c32, q), "CPU bf16": seen(s16, c16, q), plan["device"]: seen(sd, cd, m := same_box(dev["boxes"], b32[q], q)),
                  "device: IoU with fp32": round(float(box_iou(dev["boxes"][m], b32[q])), 4), "CPU bf16: IoU with fp32": round(float(box_iou(ref["bf16"]["boxes"][q], b32[q])), 4)}
                 for q in kept_queries(s32)[0]]
     if plan["runner"] == "run_depth_estimation":
@@ -170,7 +170,7 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
         c = {**c, "prediction": c["prediction"].replace(" tokens:", " rows (pooled, then each patch):"), "cpu_match": c["cpu_match"].replace("at token", "at row")}
     return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
-            "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture}
+            "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture, **({"cpu_eager": c["cpu_eager"]} if c.get("cpu_eager") else {})}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a02
 DEPTH_ERROR_FLOOR = 1e-3 # a relative error this small passes, whatever bf16's: a depth map's values are not tokens, a thousandth is no wrong answer
@@ -256,6 +256,7 @@ def box_corners(box:torch.Tensor, size:tuple)->torch.Tensor: # [x0, y0, x1, y1] 
     "A box given as (centre x, centre y, width, height) in fractions of the image, as its corners in the pixels of an image of `size` (width, height), clipped to it."
     cx, cy, w, h = box.float().tolist()
     W, H = size
+    if not all(math.isfinite(v) for v in (cx, cy, w, h)): return torch.full((4,), math.nan)   # said so, never drawn
     return torch.tensor([min(max(v, 0), m) for v, m in (((cx - w / 2) * W, W), ((cy - h / 2) * H, H), ((cx + w / 2) * W, W), ((cy + h / 2) * H, H))])
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #b4298c40
@@ -301,11 +302,17 @@ def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device")
     b32, b16, bd = ref["fp32"]["boxes"], ref["bf16"]["boxes"], dev["boxes"]
     name = lambda i: repr(label_name(id2label, int(i)))
     prediction = f"boxes on {device}: {detection_text(sd, cd, id2label)} | CPU fp32: {detection_text(s32, c32, id2label)}"
+    bad = lambda r: int((~torch.isfinite(r["logits"])).sum() + (~torch.isfinite(r["boxes"])).sum())
+    n16 = bad(ref["bf16"])   # the CPU's eager bf16 call spoils its output: no leeway to give, and a failure that is the CPU's too (the row's `cpu_eager`), not the device's alone
+    fail = lambda said: {"ok": False, "cpu_match": "N " + said + (f" (the CPU's bf16: {n16} NaN or infinite)" if n16 else ""), "prediction": prediction,
+                         **({"cpu_eager": f"the CPU's eager bf16 call gives {n16} NaN or infinite scores and box coordinates"} if n16 else {})}
+    for who, r in (("CPU fp32", ref["fp32"]), (device, dev)):   # a NaN box matches nothing, and fp32's would leave nothing to compare with
+        if n := bad(r): return fail(f"{n} of the {who}'s scores and box coordinates are NaN or infinite")
     kept, over = kept_queries(s32)
     wrong, ties = [], []
     for q in kept:
         m = same_box(bd, b32[q], q)
-        iou, iou16 = float(box_iou(bd[m], b32[q])), float(box_iou(b16[q], b32[q]))
+        iou, iou16 = float(box_iou(bd[m], b32[q])), float(box_iou(b16[q], b32[q]).nan_to_num(0))   # bf16's NaN box: no leeway
         if iou < min(DETECTION_IOU, iou16): wrong.append(f"the box of fp32's {name(c32[q])} at IoU {iou:.2f} (bf16's {iou16:.2f})"); continue
         if int(cd[m]) not in (int(c32[q]), int(c16[q])):
             tie, gap = near_tie(lp32[q], c32[q], cd[m])
@@ -318,7 +325,7 @@ def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device")
         if s32[j] >= DETECTION_THRESHOLD or s16[j] >= DETECTION_THRESHOLD: continue
         gap = log_odds(DETECTION_THRESHOLD) - log_odds(s32[j])
         (ties if gap <= NEAR_TIE_NATS else wrong).append(f"a {name(cd[d])} box {float(sd[d]):.2f} that fp32 does not keep ({float(s32[j]):.2f})")
-    if wrong: return {"ok": False, "cpu_match": "N " + "; ".join(wrong[:3]), "prediction": prediction}
+    if wrong: return fail("; ".join(wrong[:3]))
     if ties: return {"ok": True, "cpu_match": "~ near-tie: " + "; ".join(ties[:3]), "prediction": prediction}
     return {"ok": True, "cpu_match": "Y", "prediction": prediction}
 
@@ -334,6 +341,7 @@ def detection_pictures(fp32:dict, dev:dict, id2label:dict|None, scale:int=2)->di
         pen = ImageDraw.Draw(im)
         for q in kept_queries(scores)[0]:
             x0, y0, x1, y1 = box_corners(out["boxes"][q], im.size).tolist()
+            if math.isnan(x0): continue   # a NaN box: the check says so
             colour = tuple(palette[int(labels[q]) % len(palette)])
             pen.rectangle([x0, y0, x1, y1], outline=colour, width=2 * scale)
             name = f"{label_name(id2label, int(labels[q]))} {float(scores[q]):.2f}"
