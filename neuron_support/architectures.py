@@ -102,6 +102,11 @@ def plan_entry(entry:dict, # a manifest entry
     return SweepItem(entry["folder"], "skip" if same else "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes,
                      reason=f"run.py unchanged since its run of {last['tested_at']} ({last['result']})" if same else ""), None
 
+# %% ../nbs/24_architectures.ipynb #e9af3588
+def cpu_fails_too(cpu_eager)->bool:
+    "Whether a row's `cpu_eager` names the CPU's own failure: an error of its eager call, or an output its eager bf16 call spoils too (a check's NaN); not `ok`, empty or missing."
+    return isinstance(cpu_eager, str) and cpu_eager not in ("", "ok")
+
 # %% ../nbs/24_architectures.ipynb #adba0546
 def culprit(run:dict, # a run's row
             outcome:dict, # its outcome (outcome.json): cpu_defaults
@@ -110,7 +115,7 @@ def culprit(run:dict, # a run's row
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
-    shared = isinstance(run.get("cpu_eager"), str) and run["cpu_eager"] not in ("", "ok")   # the CPU's own failure: an error, or an output its eager bf16 call spoils too (a check's NaN)
+    shared = cpu_fails_too(run.get("cpu_eager"))
     if run.get("cpu_eager") == "ok" or result == "FAIL(output)" and not shared: return "device"
     if not shared: return "undetermined"
     if outcome.get("cpu_defaults") == "ok": return "settings"
@@ -188,7 +193,7 @@ def check_wider(rows:list, # the architecture rows this invocation made
 # %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
     "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute: the harness's own failures (none expected)."
-    shared = table.cpu_eager.fillna("").ne("") & table.cpu_eager.ne("ok")   # an output the CPU's eager bf16 call spoils too is the CPU's
+    shared = table.cpu_eager.map(cpu_fails_too).astype(bool)   # an output the CPU's eager bf16 call spoils too is the CPU's
     return table[(table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")]
 
 # %% ../nbs/24_architectures.ipynb #8b5a57ae

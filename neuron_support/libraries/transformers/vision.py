@@ -251,21 +251,23 @@ def query_scores(logits:torch.Tensor, # [queries, labels] or [queries, labels + 
     best, label = lp.max(-1)
     return best.exp(), label, lp
 
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #efdb563e
+def xyxy(boxes:torch.Tensor)->torch.Tensor:
+    "Boxes given as (centre x, centre y, width, height) as their corners (x0, y0, x1, y1), over their leading dimensions."
+    cx, cy, w, h = boxes.float().unbind(-1)
+    return torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
+
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #a14c1c0b
 def box_corners(box:torch.Tensor, size:tuple)->torch.Tensor: # [x0, y0, x1, y1] in pixels
     "A box given as (centre x, centre y, width, height) in fractions of the image, as its corners in the pixels of an image of `size` (width, height), clipped to it."
-    cx, cy, w, h = box.float().tolist()
+    if not torch.isfinite(box).all(): return torch.full((4,), math.nan)   # said so, never drawn
     W, H = size
-    if not all(math.isfinite(v) for v in (cx, cy, w, h)): return torch.full((4,), math.nan)   # said so, never drawn
-    return torch.tensor([min(max(v, 0), m) for v, m in (((cx - w / 2) * W, W), ((cy - h / 2) * H, H), ((cx + w / 2) * W, W), ((cy + h / 2) * H, H))])
+    return torch.minimum((xyxy(box) * torch.tensor([W, H, W, H])).clamp_min(0), torch.tensor([W, H, W, H], dtype=torch.float32))
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #b4298c40
 def box_iou(a:torch.Tensor, b:torch.Tensor)->torch.Tensor:
     "The IoU of boxes given as (centre x, centre y, width, height), broadcast over their leading dimensions."
-    def corners(x):
-        cx, cy, w, h = x.float().unbind(-1)
-        return torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
-    a, b = corners(a), corners(b)
+    a, b = xyxy(a), xyxy(b)
     inter = (torch.minimum(a[..., 2:], b[..., 2:]) - torch.maximum(a[..., :2], b[..., :2])).clamp_min(0).prod(-1)
     area = lambda x: (x[..., 2:] - x[..., :2]).clamp_min(0).prod(-1)
     return inter / (area(a) + area(b) - inter).clamp_min(1e-12)
