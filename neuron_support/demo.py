@@ -17,11 +17,12 @@ from typing import Callable
 import filelock, numpy as np, tokenizers, torch, transformers
 from .stack import UsageError, write_atomic
 from .photo import photo
+from .facts import DETECTION_QUERIES
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "21"
+DEMO_VERSION = "22"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -661,13 +662,13 @@ def spread_outputs(layer, # a torch.nn.Linear
 
 # %% ../nbs/02_demo.ipynb #d9ea096e
 def layer_input(model, layer, inputs:dict)->torch.Tensor:
-    "What `layer` takes when `model` runs on `inputs`."
+    "What `layer` takes when `model` runs on `inputs` (at its last call: a decoder's head is called after each of its layers)."
     got = []
     hook = layer.register_forward_hook(lambda m, args, out: got.append(args[0].detach()))
     try:
         with torch.no_grad(): model(**inputs)
     finally: hook.remove()
-    return got[0]
+    return got[-1]
 
 # %% ../nbs/02_demo.ipynb #ca635013
 COCO_LABELS = ["person", "bicycle", "car", "cat", "dog", "couch", "bed", "remote"] # eight of COCO's 80 labels, in its order: the demo detector's
@@ -691,6 +692,59 @@ def save_yolos(dest:Path, catalog:Path):
     config = transformers.YolosConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=[224, 224],
                                       num_detection_tokens=10, **labels(COCO_LABELS))
     save_tiny(dest, transformers.YolosForObjectDetection, config, images, prepare=lambda m: sure_detector(m, images))
+
+# %% ../nbs/02_demo.ipynb #ef6e24d1
+def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
+                            processor, # its processor (image processor and tokenizer)
+                            queries=DETECTION_QUERIES):
+    "Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's 0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets small."
+    x = processor(text=[list(queries)], images=photo(), return_tensors="pt")
+    head = model.class_head
+    with torch.no_grad():
+        spread_outputs(head.dense0, layer_input(model, head.dense0, x), 1.0)   # the box embeddings, normalised next: their directions spread
+        head.logit_scale.weight.zero_(); head.logit_scale.bias.fill_(7.0)   # elu(7) + 1: the similarities eight times wider
+        spread_outputs(head.logit_shift, layer_input(model, head.logit_shift, x), 0.3, -0.9)
+        spread_outputs(model.box_head.dense2, layer_input(model, model.box_head.dense2, x), 0.5)   # each box about its patch, a patch or two wide: at random they saturate to lines
+
+# %% ../nbs/02_demo.ipynb #924e455f
+def save_owlv2(dest:Path, catalog:Path):
+    "A tiny OWLv2 zero-shot detector at 224 pixels (7 x 7 boxes), with OWLv2's processor: its image processor and the byte-level CLIP tokenizer, 16 tokens a query as OWL's checkpoints have; made to detect on the photograph (`sure_zero_shot_detector`)."
+    tok = clip_tokenizer(dest)
+    tok.model_max_length = 16
+    config = transformers.Owlv2Config(text_config={**tiny_clip().config.to_dict(), "max_position_embeddings": 16}, vision_config=dict(**TINY_VIT, patch_size=32), projection_dim=32)
+    proc = transformers.Owlv2Processor(image_processor=transformers.Owlv2ImageProcessor(size={"height": 224, "width": 224}), tokenizer=tok)
+    save_tiny(dest, transformers.Owlv2ForObjectDetection, config, proc, prepare=lambda m: sure_zero_shot_detector(m, proc))
+
+# %% ../nbs/02_demo.ipynb #ddeb1d4a
+def sure_mask_classifier(model, # a Mask2Former, in float32
+                         processor, # its image processor
+                         spread:float=2 * LOGIT_SPREAD, # the masks' logits' standard deviation over the photograph
+                         shift:float=1.0, # how many of it the masks' logits sit below zero on average (more, and the decoder's masked attention, which masks where a mask is under one half, turns on bf16's rounding)
+                        ):
+    "Make a random Mask2Former's queries differ: each query's mask drawn sharp and small on the photograph (its logits spread wide, below zero: a pixel's class is mostly the query whose mask reaches it most, its rivals nats below), then each query made sure of its own label (the class predictor solved on the photograph, by least squares). At random every query is every label a little, every pixel a near-tie, where the check could not tell a wrong map."
+    x = processor(images=photo(), return_tensors="pt")
+    last = [m for m in model.model.transformer_module.decoder.mask_predictor.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        for _ in range(2):   # the masks steer the decoder's attention: scaled twice, to settle
+            std = float(model(**x).masks_queries_logits.std())
+            if std > 0 and math.isfinite(std): last.weight.mul_(spread / std); last.bias.mul_(spread / std)
+        pixels = model.model.pixel_level_module(x["pixel_values"]).decoder_last_hidden_state[0].mean((1, 2))   # the pixel embeddings' mean: a mask's logits move with it
+        last.bias.sub_(shift * spread * pixels / pixels.pow(2).sum())
+        head = model.class_predictor
+        q = layer_input(model, head, x).reshape(-1, head.in_features).float()   # the queries, as the last decoder layer leaves them
+        target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)
+        target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD   # query i: label i (the labels taken in turn), no object unlikely
+        solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
+        head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
+
+# %% ../nbs/02_demo.ipynb #5f10203b
+def save_mask2former(dest:Path, catalog:Path):
+    "A tiny Mask2Former universal segmenter over eight ADE20K labels at 224 pixels (a Swin backbone, ten queries), with Mask2Former's image processor; its queries made to differ (`sure_mask_classifier`)."
+    images = transformers.Mask2FormerImageProcessor(size={"height": 224, "width": 224}, do_reduce_labels=True)
+    swin = transformers.SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=7, image_size=224, out_features=["stage1", "stage2", "stage3", "stage4"])
+    config = transformers.Mask2FormerConfig(backbone_config=swin, hidden_dim=32, mask_feature_size=32, feature_size=32, num_queries=10, encoder_layers=1, decoder_layers=2,
+                                            encoder_feedforward_dim=64, dim_feedforward=64, num_attention_heads=2, **labels(ADE_LABELS))
+    save_tiny(dest, transformers.Mask2FormerForUniversalSegmentation, config, images, prepare=lambda m: sure_mask_classifier(m, images))
 
 # %% ../nbs/02_demo.ipynb #70ae1d39
 def save_vit_gpt2(dest:Path, catalog:Path):
@@ -961,6 +1015,8 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-dpt-depth"), save_dpt_depth, "depth-estimation", "run_depth_estimation: DPT, a depth for each pixel", 125_000, 34),
         R(d("tiny-segformer-ade"), save_segformer, "image-segmentation", "run_semantic_segmentation: SegFormer, eight ADE20K labels", 115_000, 37),
         R(d("tiny-yolos"), save_yolos, "object-detection", "run_object_detection: YOLOS, eight COCO labels", 105_000, 39),
+        R(d("tiny-owlv2"), save_owlv2, "zero-shot-object-detection", "run_zero_shot_detection: OWLv2, four text queries", 85_000, 46),
+        R(d("tiny-mask2former-ade"), save_mask2former, "image-segmentation", "run_universal_segmentation: Mask2Former, eight ADE20K labels", 75_000, 51),
         R(d("tiny-vit-gpt2"), save_vit_gpt2, "image-to-text", "run_image_to_text: ViT-GPT2, a caption with no prompt", 95_000, 43),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),

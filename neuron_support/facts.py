@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['PROMPT', 'MAX_NEW_TOKENS', 'ENCODER_TEXT', 'MASKED_WORD', 'QUESTION', 'ENCODER_LENGTH', 'MAX_CORES', 'PREFILL_CHUNK',
-           'PHOTO', 'JUDGE_MODEL', 'TASK_KINDS', 'ENCODER_HEADS', 'encoder_task_kind']
+           'PHOTO', 'DETECTION_QUERIES', 'JUDGE_MODEL', 'TASK_KINDS', 'ENCODER_HEADS', 'encoder_task_kind']
 
 # %% ../nbs/03_facts.ipynb #ea6d1a5b
 PROMPT = "The future of AI is"
@@ -16,6 +16,7 @@ ENCODER_LENGTH = 128
 MAX_CORES = 16
 PREFILL_CHUNK = 1 # a decoder's prompt goes through the decoding step's one-token graph (the runners notebook says why)
 PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG" # what the plan names as an image model's input: every library's vision runs see it
+DETECTION_QUERIES = ("cat", "eye", "ear", "dog") # a zero-shot detector's text queries: what the photograph shows (a cat's face), and one thing it does not
 
 # %% ../nbs/03_facts.ipynb #67f519ea
 JUDGE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"

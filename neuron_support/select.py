@@ -317,6 +317,7 @@ SYNTHETIC_CONFIGS = {
     "depth-estimation": {"architectures": ["DPTForDepthEstimation"], "model_type": "dpt"},
     "image-segmentation": {"architectures": ["SegformerForSemanticSegmentation"], "model_type": "segformer"},
     "object-detection": {"architectures": ["DetrForObjectDetection"], "model_type": "detr", "is_encoder_decoder": True},   # DETR's config says encoder-decoder: the plan routes by its head
+    "zero-shot-object-detection": {"architectures": ["OwlViTForObjectDetection"], "model_type": "owlvit", "text_config": {}, "vision_config": {}},
     "image-to-text": {"architectures": ["VisionEncoderDecoderModel"], "model_type": "vision-encoder-decoder", "is_encoder_decoder": True,
                       "encoder": {"model_type": "vit"}, "decoder": {"model_type": "gpt2"}},
     "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},

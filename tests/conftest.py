@@ -185,6 +185,7 @@ DEMO_SWEEP_ONLY = {
                      "neuron-support-demo/tiny-qwen2.5-vl", "neuron-support-demo/tiny-smolvlm",
                      "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip", "neuron-support-demo/tiny-dpt-depth",
                      "neuron-support-demo/tiny-segformer-ade", "neuron-support-demo/tiny-yolos", "neuron-support-demo/tiny-vit-gpt2",
+                     "neuron-support-demo/tiny-owlv2", "neuron-support-demo/tiny-mask2former-ade",
                      "neuron-support-demo/tiny-whisper", "neuron-support-demo/tiny-wav2vec2-ctc", "neuron-support-demo/tiny-ast"],
     "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],

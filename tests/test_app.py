@@ -757,7 +757,7 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     # image-text-to-text models, the vision-language ones among them) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
     assert set(zip(beyond.library, beyond.model_id)) == {("transformers", m) for m in ("sentence-transformers/all-MiniLM-L6-v2", f"{DEMO}/tiny-vit",
-                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-dpt-depth", f"{DEMO}/tiny-segformer-ade", f"{DEMO}/tiny-yolos", f"{DEMO}/tiny-vit-gpt2", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
+                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-dpt-depth", f"{DEMO}/tiny-segformer-ade", f"{DEMO}/tiny-yolos", f"{DEMO}/tiny-vit-gpt2", f"{DEMO}/tiny-owlv2", f"{DEMO}/tiny-mask2former-ade", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("timm")   # timm swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
@@ -766,14 +766,14 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
     assert pg.locator("#models p").first.inner_text() == "21 models: 13 PASS, 8 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, sentence-transformers 5, timm 4, transformers 7. "
-                                                     "Not shown here: 10 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
+                                                     "Not shown here: 12 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
     assert pg.locator("#models p").first.inner_text() == "7 models: 3 PASS, 4 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 7. "
-                                                     "Not shown here: 11 more models (every model's latest run).")
+                                                     "Not shown here: 13 more models (every model's latest run).")
     # Selected is still the newest selection alone: timm's, swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")
@@ -805,9 +805,10 @@ def test_an_image_classifiers_page_shows_its_photograph_and_both_rankings(browse
 
 
 @pytest.mark.parametrize("name, notes, width", [("tiny-dpt-depth", "depth on cpu: relative error ", 224), ("tiny-segformer-ade", "classes on cpu: ", 224),
-                                                ("tiny-yolos", "boxes on cpu: ", 448), ("tiny-vit-gpt2", None, 448)])
+                                                ("tiny-yolos", "boxes on cpu: ", 448), ("tiny-vit-gpt2", None, 448), ("tiny-owlv2", "boxes on cpu: ", 448),
+                                                ("tiny-mask2former-ade", "classes on cpu: ", 224)])
 def test_a_dense_vision_models_page_shows_both_maps_beside_the_photograph(browser, demo_sweep, demo_sweep_url, name, notes, width):
-    """The tiny DPT, SegFormer, YOLOS and ViT-GPT2 of the session's sweep: each page shows the map the device computed (the
+    """The tiny DPT, SegFormer, YOLOS, ViT-GPT2, OWLv2 and Mask2Former of the session's sweep: each page shows the map the device computed (the
     depths in grey, the classes as colours over the photograph, the kept boxes drawn on it, the caption written under it: these
     two at twice its size) beside the CPU's fp32 one, drawn alike, and the photograph it saw; the notes say how they compare
     (a captioner's: its caption, the row's)."""

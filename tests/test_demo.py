@@ -32,7 +32,8 @@ ENCODERS = {"tiny-bert-mlm": ("BertForMaskedLM", "fill-mask"), "tiny-roberta-mlm
 VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "tiny-dinov2": ("Dinov2Model", "image-feature-extraction"),
           "tiny-clip": ("CLIPModel", "zero-shot-image-classification"), "tiny-dpt-depth": ("DPTForDepthEstimation", "depth-estimation"),
           "tiny-segformer-ade": ("SegformerForSemanticSegmentation", "image-segmentation"), "tiny-yolos": ("YolosForObjectDetection", "object-detection"),
-          "tiny-vit-gpt2": ("VisionEncoderDecoderModel", "image-to-text")}
+          "tiny-vit-gpt2": ("VisionEncoderDecoderModel", "image-to-text"), "tiny-owlv2": ("Owlv2ForObjectDetection", "zero-shot-object-detection"),
+          "tiny-mask2former-ade": ("Mask2FormerForUniversalSegmentation", "image-segmentation")}
 AUDIO = {"tiny-whisper": ("WhisperForConditionalGeneration", "automatic-speech-recognition"), "tiny-wav2vec2-ctc": ("Wav2Vec2ForCTC", "automatic-speech-recognition"),
          "tiny-ast": ("ASTForAudioClassification", "audio-classification")}
 
@@ -215,6 +216,7 @@ def test_vision_forward(catalog, name):
     if name == "tiny-clip":
         x = transformers.AutoProcessor.from_pretrained(repo(catalog, name))(text=["This is a photo of cat.", "This is a photo of dog."],
                                                                              images=img, padding=True, return_tensors="pt")
+    elif name == "tiny-owlv2": x = transformers.AutoProcessor.from_pretrained(repo(catalog, name))(text=[["cat", "dog"]], images=img, return_tensors="pt")   # its queries padded to 16 tokens
     else: x = transformers.AutoImageProcessor.from_pretrained(repo(catalog, name))(images=img, return_tensors="pt")
     if name == "tiny-yolos": assert max(x["pixel_values"].shape[-2:]) <= 320 and min(x["pixel_values"].shape[-2:]) <= 224   # DETR's kin resize by edges: the photograph's shape kept
     else: assert x["pixel_values"].shape == (1, 3, 224, 224)
@@ -227,6 +229,8 @@ def test_vision_forward(catalog, name):
     if name == "tiny-segformer-ade": assert out.logits.shape == (1, 8, 56, 56) and model.config.id2label[2] == "sky"
     if name == "tiny-vit-gpt2": assert out.logits.shape[:2] == (1, 1) and model.config.decoder.add_cross_attention   # one decoder step over the image's states
     if name == "tiny-yolos": assert out.logits.shape == (1, 10, 9) and out.pred_boxes.shape == (1, 10, 4) and model.config.id2label[3] == "cat"   # ten queries, eight labels and no object
+    if name == "tiny-owlv2": assert out.logits.shape == (1, 49, 2) and out.pred_boxes.shape == (1, 49, 4) and x["input_ids"].shape == (2, 16)   # 7 x 7 boxes, each scored against each query
+    if name == "tiny-mask2former-ade": assert out.class_queries_logits.shape == (1, 10, 9) and out.masks_queries_logits.shape == (1, 10, 56, 56) and model.config.id2label[2] == "sky"
 
 
 def test_minilm_is_the_real_encoder(catalog):

@@ -17,7 +17,7 @@ from neuron_support.stack import UsageError, detect_stack
 TASKS = ["text-generation", "image-text-to-text", "translation", "summarization", "fill-mask", "token-classification",
          "text-classification", "question-answering", "zero-shot-classification", "feature-extraction",
          "sentence-similarity", "text-ranking", "image-classification", "image-feature-extraction", "zero-shot-image-classification",
-         "depth-estimation", "image-segmentation", "object-detection", "image-to-text", "automatic-speech-recognition", "audio-classification"]
+         "depth-estimation", "image-segmentation", "object-detection", "zero-shot-object-detection", "image-to-text", "automatic-speech-recognition", "audio-classification"]
 PAGE = 4  # the test server's page size: every ranking of more than 4 models is paged
 EXTRA = "neuron-support-test/bert-as-generator"  # a BERT listed under text-generation: unsupported-task
 NOT_VISION = "neuron-support-test/bert-as-image-classifier"  # a BERT listed under image-classification: unsupported-task
@@ -32,7 +32,7 @@ EXPECTED_EXCLUSIONS = {
     "neuron-support-demo/tiny-no-weights": ("no-weights", "no .safetensors or pytorch_model*.bin file"),
     "neuron-support-demo/tiny-bad-config": ("no-config", "does not parse"),
     EXTRA: ("unsupported-task", "(BertForMaskedLM): no runner generates with it"),
-    NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder, zero-shot image, depth-estimation, semantic-segmentation or object-detection class "
+    NOT_VISION: ("unsupported-task", "an image-classification model without an image-classification, image-encoder, zero-shot image, depth-estimation, segmentation or object-detection class "
                                      "(BertForSequenceClassification): no vision runner serves it"),
     NOT_AUDIO: ("unsupported-task", "an automatic-speech-recognition model without a speech-recognition, CTC or audio-classification class "
                                     "(Wav2Vec2Model): no audio runner serves it"),

@@ -1,4 +1,4 @@
-"""Issue 29: transformers' vision runners; issue 40: its vision-language models; issue 45: dense vision. The demo's six vision models and its two
+"""Issue 29: transformers' vision runners; issue 40: its vision-language models; issue 45: dense vision. The demo's eight vision models and its two
 vision-language models in the Hub's layout (Qwen2.5-VL, SmolVLM) swept through the real command (the session's shared sweep,
 tests/conftest.py), their notebooks showing the photograph and both rankings (or both texts and the image tokens), run.py
 rerun alone, and each check failing on damaged weights."""
@@ -18,7 +18,8 @@ TR = detect_stack("cpu", found={}, library="transformers")
 PAIR = pair_key(TR)
 DEMO = "neuron-support-demo"
 VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image",
-          f"{DEMO}/tiny-dpt-depth": "run_depth_estimation", f"{DEMO}/tiny-segformer-ade": "run_semantic_segmentation", f"{DEMO}/tiny-yolos": "run_object_detection"}
+          f"{DEMO}/tiny-dpt-depth": "run_depth_estimation", f"{DEMO}/tiny-segformer-ade": "run_semantic_segmentation", f"{DEMO}/tiny-yolos": "run_object_detection",
+          f"{DEMO}/tiny-owlv2": "run_zero_shot_detection", f"{DEMO}/tiny-mask2former-ade": "run_universal_segmentation"}
 
 
 def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_libraries):
@@ -33,10 +34,12 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
                             "run_zero_shot_image": "zero-shot-image-classification", "run_depth_estimation": "depth-estimation",
-                            "run_semantic_segmentation": "image-segmentation", "run_object_detection": "object-detection"}[runner]
+                            "run_semantic_segmentation": "image-segmentation", "run_object_detection": "object-detection",
+                            "run_zero_shot_detection": "zero-shot-object-detection", "run_universal_segmentation": "image-segmentation"}[runner]
         assert "libraries.transformers.vision" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
         folder = run_folder(out, PAIR, model)
-        pictures = ["input.png", "image.png", "image_cpu.png"] if runner in ("run_depth_estimation", "run_semantic_segmentation", "run_object_detection") else ["input.png"]   # a map or boxes: the device's and the CPU's drawn
+        drawn = ("run_depth_estimation", "run_semantic_segmentation", "run_object_detection", "run_zero_shot_detection", "run_universal_segmentation")
+        pictures = ["input.png", "image.png", "image_cpu.png"] if runner in drawn else ["input.png"]   # a map or boxes: the device's and the CPU's drawn
         assert json.loads((folder / "outcome.json").read_text())["images"] == pictures and all((folder / p).is_file() for p in pictures)
         outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
         assert any("image/png" in o.get("data", {}) for o in outputs)   # the photograph
@@ -49,9 +52,12 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
     assert re.fullmatch(r"depth on cpu: relative error 0\.\d{4} to CPU fp32 \(CPU bf16 0\.\d{4}\), cosine [01]\.\d{5}; fp32's depths \S+ to \S+",
                         table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]), table.loc[f"{DEMO}/tiny-dpt-depth", "notes"]
     shares = r"(?:(?:wall|building|sky|floor|tree|ceiling|road|bed) \d+%(?:, )?){1,3}"
-    assert re.fullmatch(f"classes on cpu: {shares} \\| CPU fp32: {shares}", table.loc[f"{DEMO}/tiny-segformer-ade", "notes"]), table.loc[f"{DEMO}/tiny-segformer-ade", "notes"]
+    for name in ("tiny-segformer-ade", "tiny-mask2former-ade"):   # Mask2Former's queries read as a class for each pixel
+        assert re.fullmatch(f"classes on cpu: {shares} \\| CPU fp32: {shares}", table.loc[f"{DEMO}/{name}", "notes"]), table.loc[f"{DEMO}/{name}", "notes"]
     boxes = r"\d+ kept: (?:(?:person|bicycle|car|cat|dog|couch|bed|remote) [01]\.\d\d(?:, | and \d+ more)?){1,4}"   # the surest four, the boxes in the notebook and the pictures
     assert re.fullmatch(f"boxes on cpu: {boxes} \\| CPU fp32: {boxes}", table.loc[f"{DEMO}/tiny-yolos", "notes"]), table.loc[f"{DEMO}/tiny-yolos", "notes"]
+    queries = r"\d+ kept: (?:(?:cat|eye|ear|dog) [01]\.\d\d(?:, | and \d+ more)?){1,4}"   # OWLv2's labels are the plan's text queries
+    assert re.fullmatch(f"boxes on cpu: {queries} \\| CPU fp32: {queries}", table.loc[f"{DEMO}/tiny-owlv2", "notes"]), table.loc[f"{DEMO}/tiny-owlv2", "notes"]
     # run.py stands alone: rerun outside the sweep, in a copy of its folder, it prints the same verdict
     outcome = rerun_alone(run_folder(out, PAIR, f"{DEMO}/tiny-vit"), demo_hub, tmp_path)
     assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", vit.cpu_match, vit.notes)
@@ -61,9 +67,11 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
                                          ("tiny-clip", r"N first differs at row 1: cosine .* \(image_embeds\)"),
                                          ("tiny-dpt-depth", r"N (relative error \d+\.\d{4}, over twice bf16's|cosine -?\d\.\d{4} with fp32's map)"),
                                          ("tiny-segformer-ade", r"N \d+\.\d% of the pixels a class fp32 puts nats below its own"),
-                                         ("tiny-yolos", r"N (the box of fp32's '[a-z]+' at IoU|'[a-z]+' for fp32's|fp32's '[a-z]+' [01]\.\d\d kept|a '[a-z]+' box)")])
+                                         ("tiny-yolos", r"N (the box of fp32's '[a-z]+' at IoU|'[a-z]+' for fp32's|fp32's '[a-z]+' [01]\.\d\d kept|a '[a-z]+' box)"),
+                                         ("tiny-owlv2", r"N (the box of fp32's '[a-z]+' at IoU|'[a-z]+' for fp32's|fp32's '[a-z]+' [01]\.\d\d kept|a '[a-z]+' box)"),
+                                         ("tiny-mask2former-ade", r"N \d+\.\d% of the pixels a class fp32 puts nats below its own")])
 def test_each_vision_check_fails_on_damaged_weights(model, want, tmp_path):
-    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's, the zero-shot, the depth, the segmentation and the detection check each say N."
+    "The test hook `perturb` damages the device's weights: the classifier's, the encoder's, the zero-shot, the depth, the segmentation and the detection check each say N (a zero-shot detector's and a universal segmenter's too)."
     outcome, run_py = damaged_run(build_demo() / "models" / DEMO / model, TR, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert re.match(want, outcome["cpu_match"]), outcome["cpu_match"]

@@ -10,7 +10,7 @@ import functools, json
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 from neuron_support.stack import UsageError, Stack
-from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, PHOTO, encoder_task_kind)
+from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, PHOTO, DETECTION_QUERIES, encoder_task_kind)
 from neuron_support.plan import Plan, Checkpoint, checkpoint_weight_bytes, info_checkpoint, plan_cores, read_text
 from neuron_support.rules import exclusion
 from neuron_support.libraries.transformers.auto_classes import auto_names, CONFIG_MAPPING_NAMES
@@ -38,7 +38,9 @@ DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no run
     "MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES": "a keypoint matcher (points matched across two images)",
     "MODEL_FOR_MASK_GENERATION_MAPPING_NAMES": "a promptable segmenter (masks for given points or boxes)",
     "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES": "an image-to-image model (an image out: super-resolution)"}
-DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values()} # declared class -> what it gives
+ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection") # the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair
+UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation") # the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
+DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS} # declared class -> what it gives
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
@@ -72,7 +74,8 @@ def transformers_names()->frozenset: # every name transformers exports
     return frozenset(dir(transformers))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #2d355591
-VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation", "run_semantic_segmentation", "run_object_detection")
+VISION_RUNNERS = ("run_image_classifier", "run_image_encoder", "run_zero_shot_image", "run_depth_estimation", "run_semantic_segmentation", "run_object_detection",
+                  "run_zero_shot_detection", "run_universal_segmentation")
 
 def vision_runner(arch:str, # architectures[0], or ""
                   model_type:str, # config.json's model_type
@@ -80,6 +83,8 @@ def vision_runner(arch:str, # architectures[0], or ""
                  )->tuple|None: # (runner name, head class name), or None for a model that is not a vision model
     "The vision runner and load class for a checkpoint, from its config alone."
     if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
+    if arch in ZERO_SHOT_DETECTORS and arch in transformers_names(): return "run_zero_shot_detection", arch   # boxes for text queries: before the zero-shot classifiers, whose table lists its type
+    if arch in UNIVERSAL_SEGMENTERS and arch in transformers_names(): return "run_universal_segmentation", arch   # masks and their classes, read as a class for each pixel
     if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch   # its head's map, not its backbone's states
     if arch in MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_semantic_segmentation", arch   # a class for each pixel
     if model_type in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES and "text_config" in config and "vision_config" in config:
@@ -223,7 +228,8 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
         return {"clip": CLIP, "samples": AUDIO_SAMPLES, **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
     if runner in VISION_RUNNERS:
         labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
-        return {"image": PHOTO, **labels}
+        queries = {"queries": list(DETECTION_QUERIES)} if runner == "run_zero_shot_detection" else {}
+        return {"image": PHOTO, **labels, **queries}
     if runner == "run_encoder":
         kind = encoder_task(head_class, config)
         return {"task_kind": kind, "text": ENCODER_TEXT, "masked_word": MASKED_WORD if kind == "masked-lm" else "",
@@ -269,7 +275,8 @@ SELECTION_TASKS = ("text-generation", "image-text-to-text")
 SEQ2SEQ_TASKS = ("translation", "summarization")
 ENCODER_TASKS = ("fill-mask", "token-classification", "text-classification", "question-answering",
                  "zero-shot-classification", "feature-extraction", "sentence-similarity", "text-ranking")
-VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation", "object-detection")
+VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-image-classification", "depth-estimation", "image-segmentation", "object-detection",
+                "zero-shot-object-detection")
 IMAGE_TO_TEXT_TASKS = ("image-to-text",)
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
 TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + IMAGE_TO_TEXT_TASKS + AUDIO_TASKS
@@ -291,7 +298,7 @@ def unsupported(task:str, # the listing's pipeline_tag
     if task in GENERATION_TASKS and runner == "run_encoder":
         return f"a {task} model without a causal-LM, seq2seq or image-text-to-text class ({arch}): no runner generates with it"
     if task in VISION_TASKS and runner not in VISION_RUNNERS:
-        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation, semantic-segmentation or object-detection class ({arch}): no vision runner serves it"
+        return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without an image-classification, image-encoder, zero-shot image, depth-estimation, segmentation or object-detection class ({arch}): no vision runner serves it"
     if task in IMAGE_TO_TEXT_TASKS and runner not in ("run_image_to_text", "run_multimodal"):
         return f"an {task} model without a vision encoder-decoder or image-text-to-text class ({arch}): no runner generates text from its image"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
@@ -388,13 +395,21 @@ own), fp32's or bf16's label (or one at a near-tie), and a score over the
 threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
 does not keep (a random checkpoint's five likeliest boxes are compared when it
 keeps none). Its kept boxes are drawn on the photograph, the device's and the
-CPU's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2) reads
+CPU's. A zero-shot detector (OWL-ViT, OWLv2) reads the text queries
+{", ".join(DETECTION_QUERIES)}, each alone, and scores every box against each: it is
+held as an object detector whose labels are the queries, a box kept at a score
+of 0.1 (its pipeline's default). A universal segmenter (Mask2Former,
+MaskFormer, OneFormer, the last told the task `semantic`) gives a class and a
+mask for each query; each pixel's class is the one its queries' classes and
+masks make likeliest, as transformers' semantic post-processing reads them,
+held as a semantic segmenter's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2) reads
 or captions the photograph with no prompt: its decoder generates at most
 {MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation
 from the same pixels; its caption is written under the photograph, the
-device's and the CPU's. Zero-shot detectors, universal and instance segmenters,
-promptable segmenters (SAM), keypoint models and image-to-image models are
+device's and the CPU's. Grounding detectors (Grounding DINO: a prompt's
+tokens, not a query per label), instance segmenters, promptable segmenters
+(SAM), keypoint models and image-to-image models are
 listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what
 it gives.
 
@@ -425,8 +440,8 @@ included, and of the text encoder tasks (`fill-mask`, `token-classification`,
 `text-classification`, `question-answering`, `zero-shot-classification`,
 `feature-extraction`, `sentence-similarity` and `text-ranking`), of the
 vision tasks (`image-classification`, `image-feature-extraction`,
-`zero-shot-image-classification`, `depth-estimation`, `image-segmentation`
-and `object-detection`), of `image-to-text` and of the audio tasks
+`zero-shot-image-classification`, `depth-estimation`, `image-segmentation`,
+`object-detection` and `zero-shot-object-detection`), of `image-to-text` and of the audio tasks
 (`automatic-speech-recognition` and `audio-classification`), down to rank 1000 among the Hub's transformers models of their task, by downloads or
 trending. Each sweep goes down the list in order until it has
 run 100 models, skipping those whose test script has not changed since their
