@@ -3,6 +3,7 @@
     python benchmarks/runner_floor.py [--models neuron-support-demo/tiny-vit neuron-support-demo/tiny-whisper] [--repeat 2]
     python benchmarks/runner_floor.py --models timm:neuron-support-demo/tiny-timm-vit --out runner_floor_timm.json
     python benchmarks/runner_floor.py --models neuron-support-demo/tiny-segformer-ade neuron-support-demo/tiny-dpt-depth --out runner_floor_dense.json
+    python benchmarks/runner_floor.py --models neuron-support-demo/tiny-yolos neuron-support-demo/tiny-owlv2 neuron-support-demo/tiny-mask2former-ade --out runner_floor_detection.json
 
 (a) the floor: one `python -c` process doing the run's work by hand: import torch and transformers, find the checkpoint in
     the Hub cache, load it in bf16 with its processor, the input through the processor (the photograph, or the clip), and
@@ -14,6 +15,8 @@
     compiled the same way, a first and a warm forward pass, then the fp32 and bf16 references (eager); for a semantic
     segmenter or a depth estimator, as for an image classifier but compiled as its users would, graph breaks allowed
     (SegFormer's and DPT's forward take a lock dynamo cannot trace whole: run.py tries whole first, then compiles again);
+    for an object detector, a zero-shot detector (its processor with the text queries) or a universal segmenter the same,
+    the floor's answer the boxes its users keep (their labels, within 2 % of the image) or the map its queries make;
 (b) `python3 run.py` of the same plan in a run folder (its own rank process, the check, the photograph saved).
 Each figure is the median of --repeat rounds after a warm-up round that fills the Hugging Face cache; every round gets a
 fresh, empty reference cache, so run.py computes its references as the floor does. One torch thread each
@@ -33,13 +36,23 @@ from neuron_support.photo import photo
 spec = json.loads(sys.argv[1])
 path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
 cls = getattr(transformers, spec["head_class"])
-proc = transformers.AutoImageProcessor.from_pretrained(path)
+runner = spec["runner"]
+zero_shot = runner == "run_zero_shot_detection"
+proc = (transformers.AutoProcessor if runner in ("run_zero_shot_detection", "run_universal_segmentation") else transformers.AutoImageProcessor).from_pretrained(path)
 model = cls.from_pretrained(path, dtype=torch.bfloat16).eval()
-x = proc(images=photo(), return_tensors="pt")
-dev = {k: v.to(torch.bfloat16) for k, v in x.items()}
-classifier = spec["runner"] == "run_image_classifier"   # a segmenter's or a depth estimator's forward takes a lock dynamo cannot trace whole: compiled as its users would, graph breaks allowed
+x = {k: v for k, v in proc(images=photo(), return_tensors="pt", **({"text": [["cat", "eye", "ear", "dog"]]} if zero_shot else {})).items() if isinstance(v, torch.Tensor)}
+dev = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in x.items()}
+classifier = runner == "run_image_classifier"   # a dense model's forward takes a lock dynamo cannot trace whole (SegFormer's, DPT's): compiled as its users would, graph breaks allowed
 fwd = torch.compile(model, backend="aot_eager", fullgraph=classifier, dynamic=False)
-output = lambda out: (out.predicted_depth if spec["runner"] == "run_depth_estimation" else out.logits)[0].float()
+def output(out):   # what its users read: a depth map, a class for each pixel (a universal segmenter's from its queries' classes and masks), boxes and their scores, logits
+    if runner == "run_depth_estimation": return out.predicted_depth[0].float()
+    if runner == "run_universal_segmentation": return torch.einsum("qc,qhw->chw", out.class_queries_logits[0].float().softmax(-1)[:, :-1], out.masks_queries_logits[0].float().sigmoid())
+    if runner.endswith("_detection"): return torch.cat([(out.logits[0].float().sigmoid() if zero_shot else out.logits[0].float().softmax(-1)[:, :-1]), out.pred_boxes[0].float()], -1)
+    return out.logits[0].float()
+def kept(o):   # the boxes its users keep (the pipelines' thresholds), each with its label and box
+    scores, labels = o[:, :-4].max(-1)
+    q = (scores >= (0.1 if zero_shot else 0.5)).nonzero()[:, 0]
+    return q.tolist(), labels[q].tolist(), o[q, -4:]
 with torch.inference_mode():
     t = time.time(); fwd(**dev); first = time.time() - t
     t = time.time(); out = output(fwd(**dev)); warm = time.time() - t
@@ -48,8 +61,10 @@ for dtype in (torch.float32, torch.bfloat16):
     ref = cls.from_pretrained(path, dtype=dtype, attn_implementation="eager").eval()
     with torch.inference_mode(): refs.append(output(ref(**{k: v.to(dtype) for k, v in x.items()})))
 error = lambda t: float((t - refs[0]).norm() / refs[0].norm())
-equal = (int(out.argmax()) == int(refs[0].argmax()) if classifier else error(out) <= 2 * error(refs[1]) if spec["runner"] == "run_depth_estimation"
-         else float((out.argmax(0) == refs[0].argmax(0)).float().mean()) >= 0.99)
+if classifier: equal = int(out.argmax()) == int(refs[0].argmax())
+elif runner == "run_depth_estimation": equal = error(out) <= 2 * error(refs[1])
+elif runner.endswith("_detection"): equal = kept(out)[:2] == kept(refs[0])[:2] and bool((kept(out)[2] - kept(refs[0])[2]).abs().max() < 0.02)   # the same boxes kept, their labels, within 2 % of the image
+else: equal = float((out.argmax(0) == refs[0].argmax(0)).float().mean()) >= 0.99
 print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0, "equal": equal}))
 '''
 
@@ -102,7 +117,7 @@ print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - war
                   "equal": int(out[0].argmax()) == int(refs[0].argmax())}))
 '''
 FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR,
-          "run_semantic_segmentation": VISION_FLOOR, "run_depth_estimation": VISION_FLOOR}
+          **dict.fromkeys(("run_semantic_segmentation", "run_depth_estimation", "run_object_detection", "run_zero_shot_detection", "run_universal_segmentation"), VISION_FLOOR)}
 
 RENDER = r'''
 import json, sys

@@ -94,6 +94,7 @@ def plan_entry(entry:dict, # a manifest entry
     "The sweep item of a built checkpoint (`skip` when its run.py is the one its row ran, on the checkpoint as it was then), or the SKIP or EXCLUDED row of one that cannot run."
     base = entry_columns(entry, stack)
     if "skip" in entry: return None, {**base, "result": "SKIP", "notes": entry["skip"], "tested_at": utc_now()}
+    if "excluded" in entry: return None, {**base, "result": "EXCLUDED", "notes": entry["excluded"], "tested_at": utc_now()}   # a class no runner serves, not built: the library says so
     try: plan = make_plan(entry["folder"], None, stack, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except UsageError as e: return None, {**base, "result": "EXCLUDED", "notes": str(e)[:300], "tested_at": utc_now()}
     last = old.get((entry["model_type"], entry["class"]))

@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['NER_LABELS', 'IMAGENET_LABELS', 'ADE_LABELS', 'COCO_LABELS', 'CTC_VOCAB', 'AUDIO_LABELS', 'demo_dir', 'bpe_tokenizer',
            'wordpiece_tokenizer', 'save_tiny', 'decoder_ids', 'image_chat_template', 'labels', 'clip_tokenizer',
-           'sure_timm_head', 'save_timm_checkpoint', 'whisper_tokenizer', 'whisper_generation', 'build_demo']
+           'sure_timm_head', 'sure_zero_shot_detector', 'sure_mask_classifier', 'save_timm_checkpoint',
+           'whisper_tokenizer', 'whisper_generation', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4ab70a6a
 import hashlib, importlib.util, json, logging, math, os, shutil, struct, tempfile, zlib
@@ -22,7 +23,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "22"
+DEMO_VERSION = "23"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -697,14 +698,15 @@ def save_yolos(dest:Path, catalog:Path):
 def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
                             processor, # its processor (image processor and tokenizer)
                             queries=DETECTION_QUERIES):
-    "Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's 0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets small."
+    "Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's 0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets from their patches scaled down (scaled, not redrawn on the photograph: redrawn, they would magnify bf16's rounding of patches that a random tower hardly tells apart)."
     x = processor(text=[list(queries)], images=photo(), return_tensors="pt")
     head = model.class_head
     with torch.no_grad():
         spread_outputs(head.dense0, layer_input(model, head.dense0, x), 1.0)   # the box embeddings, normalised next: their directions spread
         head.logit_scale.weight.zero_(); head.logit_scale.bias.fill_(7.0)   # elu(7) + 1: the similarities eight times wider
         spread_outputs(head.logit_shift, layer_input(model, head.logit_shift, x), 0.3, -0.9)
-        spread_outputs(model.box_head.dense2, layer_input(model, model.box_head.dense2, x), 0.5)   # each box about its patch, a patch or two wide: at random they saturate to lines
+        box = model.box_head.dense2
+        box.bias.zero_(); box.weight.mul_(0.5 / float((layer_input(model, box, x) @ box.weight.T).std()))   # each box its patch's, moved by half a nat: at random they saturate to lines
 
 # %% ../nbs/02_demo.ipynb #924e455f
 def save_owlv2(dest:Path, catalog:Path):

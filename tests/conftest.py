@@ -254,7 +254,7 @@ def pytest_collection_modifyitems(items):
 # broken on purpose (the test hook NEURON_SUPPORT_BREAK_TINY: its rotary dimension past its head, as the first builder had it): a
 # failure of the tiny checkpoint alone, which the table must call the builder's (a SKIP), not the architecture's. BERT: every
 # class of its type (each head, the bare encoder, BERT as a decoder).
-ARCHITECTURES_ONLY = "llama,bert,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx"
+ARCHITECTURES_ONLY = "llama,bert,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,grounding-dino:GroundingDinoForObjectDetection"
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
 
 

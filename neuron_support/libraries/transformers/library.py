@@ -390,8 +390,9 @@ are drawn beside the photograph in the run's folder (`image.png`,
 `image_cpu.png`). An object detector (DETR and its kin, RT-DETR, D-FINE,
 YOLOS, Table Transformer) gives a box and a label for each of its queries; the
 boxes a user keeps (score at least 0.5, the pipeline's default) must be on
-the device too, each with an IoU of at least 0.9 with fp32's box (or bf16's
-own), fp32's or bf16's label (or one at a near-tie), and a score over the
+the device too, each with an IoU of at least 0.9 with fp32's box (or, where
+bf16 alone moves it further, at most twice as far as bf16's; or its corners
+within a pixel of fp32's), fp32's or bf16's label (or one at a near-tie), and a score over the
 threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
 does not keep (a random checkpoint's five likeliest boxes are compared when it
 keeps none). Its kept boxes are drawn on the photograph, the device's and the

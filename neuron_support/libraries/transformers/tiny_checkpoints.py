@@ -22,15 +22,16 @@ from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
 from ...photo import photo
-from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template, demo_dir)
-from .library import IMAGE_TO_TEXT
+from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template, demo_dir,
+                    sure_zero_shot_detector, sure_mask_classifier)
+from .library import IMAGE_TO_TEXT, unserved
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
 GROUPS = ("run_image_to_text", "run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
-          "run_object_detection", "run_semantic_segmentation", "run_depth_estimation",
+          "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_zero_shot_detection", "run_universal_segmentation",
           "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
-IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation", "run_depth_estimation") # the groups whose checkpoints take their family's image processor alone
+IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_universal_segmentation") # the groups whose checkpoints take their family's image processor alone
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b53634be
 def group_mappings()->dict: # {group: [(model_type, class name or names)]}
@@ -49,6 +50,8 @@ def group_mappings()->dict: # {group: [(model_type, class name or names)]}
             "run_object_detection": list(m.MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.items()),
             "run_semantic_segmentation": list(m.MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.items()),
             "run_depth_estimation": list(m.MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.items()),
+            "run_zero_shot_detection": list(m.MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES.items()),
+            "run_universal_segmentation": list({**m.MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES, **m.MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES}.items()),
             "run_image_to_text": list(IMAGE_TO_TEXT.items()),
             "run_zero_shot_image": list(m.MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_ctc": list(m.MODEL_FOR_CTC_MAPPING_NAMES.items()),
@@ -148,6 +151,10 @@ OVERRIDES = {
     "whisper": dict(begin_suppress_tokens=None, suppress_tokens=None),  # its defaults suppress ids of its 51,865-token vocabulary
     **dict.fromkeys(("swin", "swinv2", "donut-swin", "maskformer-swin"), dict(num_heads=[2, 4], hidden_size=128)),  # heads per stage (3 and 6 do not divide 64), and the width of its last stage (64 × 2)
     "swin2sr": dict(num_heads=[2, 2]),  # heads per stage: its 6 do not divide 64
+    **dict.fromkeys(("mask2former", "maskformer"), lambda s: dict(backbone_config=dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s))),
+    # their Swin's four stages, which their pixel decoders read (Swin's own override is for its two): a block each, heads that divide each stage's width, the last stage 8 x 64 wide
+    "oneformer": lambda s: dict(hidden_dim=64 * s, conv_dim=64 * s, mask_dim=64 * s, backbone_config=dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s)),
+    # and its decoder as wide as its pixel decoder, as its checkpoints (256 and 256): else its input projections, a plain list of convolutions that no checkpoint holds, stay unloaded
     "llama4_vision_model": lambda s: dict(intermediate_size=256 * s, projector_input_dim=64 * s, projector_output_dim=64 * s, vision_output_dim=64 * s),
     # the pixel shuffle (ratio 0.5) makes four times the width, its MLP brings it to the output width, which the projector takes
     "mllama_vision_model": lambda s: dict(vision_output_dim=128 * s),   # the last layer's states and one intermediate layer's, concatenated
@@ -706,10 +713,13 @@ def audio_processor(model_type:str, dest:Path, ctc:bool):
     except (TypeError, ValueError, AttributeError): return transformers.Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ec9e42cc
-def zero_shot_processor(model_type:str, dest:Path):
-    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest`."
+def zero_shot_processor(model_type:str, dest:Path, cls_name:str|None=None):
+    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest`; given the class, the tokenizer cut to its text tower's positions (OWL's 16 tokens a query, as its checkpoints' tokenizers are: its processor pads every query to the tokenizer's length)."
     pcls, icls = image_text_classes(model_type)
-    return pcls(image_processor=icls(), tokenizer=clip_tokenizer(dest))
+    tok = clip_tokenizer(dest)
+    text = (config_class(model_type, cls_name)().to_dict().get("text_config") or {}) if cls_name else {}
+    if isinstance(text.get("max_position_embeddings"), int): tok.model_max_length = min(tok.model_max_length, text["max_position_embeddings"])
+    return pcls(image_processor=icls(), tokenizer=tok)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #2741c3ec
 def speech_processor(model_type:str, dest:Path):
@@ -741,6 +751,10 @@ def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
 IMAGE_PROCESSORS = {"timm_wrapper": lambda s: transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(s)),
                     "imagegpt": lambda s: transformers.ImageGPTImageProcessor(clusters=color_cube(), size={"height": 32, "width": 32})}
 # by type: its image processor, made with what its checkpoints keep (ImageGPT's: 32 x 32 pixels, its 1,024 positions)
+SURE = {"owlvit": sure_zero_shot_detector, "owlv2": sure_zero_shot_detector, "mask2former": sure_mask_classifier}
+# by type: the demo's making its random weights tell the photograph's parts apart, as a trained model's do. At random an OWL's every box scores
+# about one half against every query, and every one of its thousands of boxes is kept at 0.1, each moved by bf16's rounding alone as far as
+# by a wrong answer; a Mask2Former's every pixel is a near-tie. Neither could fail or pass for its own reasons.
 NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: its from_pretrained makes timm's model of the name given (a local folder is refused), "
                                   "so a run of it is a run of that timm model, which timm's architecture table answers for"}
 # by type: why a class has no checkpoint a run could load (a SKIP that says so, where the table would otherwise say why the build failed)
@@ -760,6 +774,9 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     if group == "run_image_to_text": return caption_reader()
     if model_type in NO_CHECKPOINT: raise LookupError(NO_CHECKPOINT[model_type])
     if model_type in IMAGE_PROCESSORS: return IMAGE_PROCESSORS[model_type](scale), {}
+    if group in ("run_zero_shot_detection", "run_universal_segmentation") and PROCESSOR_MAPPING_NAMES.get(model_type):   # text beside the image: OWL's queries, OneFormer's task
+        proc = zero_shot_processor(model_type, dest, cls_name)
+        return proc, tokenizer_ids(proc.tokenizer)
     if group in IMAGE_GROUPS: return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
     if group in ("run_zero_shot_image", "run_speech_seq2seq"):
         proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
@@ -821,16 +838,20 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         config = (caption_config(ids, scale) if group == "run_image_to_text" else
                   tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal"))
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
-        if group in IMAGE_GROUPS: proc = follow(proc, vision_fields(config.to_dict()))   # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224)
+        if group in IMAGE_GROUPS or group == "run_zero_shot_detection":   # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224; OWLv2's 768, not 960)
+            if hasattr(proc, "image_processor"): proc.image_processor = follow(proc.image_processor, vision_fields(config.to_dict()))
+            else: proc = follow(proc, vision_fields(config.to_dict()))
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())
         if n > MAX_PARAMS * scale ** 2: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
         dest.mkdir(parents=True, exist_ok=True)
         whisper = group == "run_speech_seq2seq" and model_type == "whisper"   # its generate reads fields that no config derives
-        save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None)
+        sure = (lambda model: SURE[model_type](model, proc)) if model_type in SURE else None
+        save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None, prepare=sure)
         done = {"version": version, "params": n}
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
-        done = {"version": version, "skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]}
+        why = unserved(cls_name, model_type, {})   # a class no runner serves: what the plan would say of a checkpoint, not why this one was not built
+        done = {"version": version, **({"excluded": f"{why} ({cls_name})"} if why else {"skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]})}
         dest.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp, json.dumps(done))
     return done
@@ -844,7 +865,7 @@ def build_all(groups=GROUPS, only:list|None=None, root:Path|None=None, say=None,
         done = build_checkpoint(g, mt, cls, folder, scale)
         out.append({"group": g, "model_type": mt, "class": cls, "folder": str(folder), **{k: v for k, v in done.items() if k != "version"}})
         if say: say(f"[{i}/{len(todo)}] {mt} {cls}" + (f" at scale {scale}" if scale != 1 else "") + ": "
-                    + (f"{done['params']:,} parameters" if "params" in done else f"not built: {done['skip'][:100]}") + f" ({time.time() - t:.1f} s)")
+                    + (f"{done['params']:,} parameters" if "params" in done else f"not built: {(done.get('skip') or done['excluded'])[:100]}") + f" ({time.time() - t:.1f} s)")
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #f24f3b90
