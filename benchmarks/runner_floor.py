@@ -59,12 +59,12 @@ with torch.inference_mode():
 refs = []
 for dtype in (torch.float32, torch.bfloat16):
     ref = cls.from_pretrained(path, dtype=dtype, attn_implementation="eager").eval()
-    with torch.inference_mode(): refs.append(output(ref(**{k: v.to(dtype) for k, v in x.items()})))
+    with torch.inference_mode(): refs.append(output(ref(**{k: v.to(dtype) if v.is_floating_point() else v for k, v in x.items()})))
 error = lambda t: float((t - refs[0]).norm() / refs[0].norm())
 if classifier: equal = int(out.argmax()) == int(refs[0].argmax())
 elif runner == "run_depth_estimation": equal = error(out) <= 2 * error(refs[1])
 elif runner.endswith("_detection"): equal = kept(out)[:2] == kept(refs[0])[:2] and bool((kept(out)[2] - kept(refs[0])[2]).abs().max() < 0.02)   # the same boxes kept, their labels, within 2 % of the image
-else: equal = float((out.argmax(0) == refs[0].argmax(0)).float().mean()) >= 0.99
+else: equal = float(((out.argmax(0) == refs[0].argmax(0)) | (out.argmax(0) == refs[1].argmax(0))).float().mean()) >= 0.99   # fp32's or bf16's class at 99 % of the pixels
 print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0, "equal": equal}))
 '''
 
