@@ -397,7 +397,7 @@ threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
 does not keep (a random checkpoint's five likeliest boxes are compared when it
 keeps none). Its kept boxes are drawn on the photograph, the device's and the
 CPU's. A zero-shot detector (OWL-ViT, OWLv2) reads the text queries
-{", ".join(DETECTION_QUERIES)}, each alone, and scores every box against each: it is
+{", ".join(f"`{q}`" for q in DETECTION_QUERIES)}, each alone, and scores every box against each: it is
 held as an object detector whose labels are the queries, a box kept at a score
 of 0.1 (its pipeline's default). A universal segmenter (Mask2Former,
 MaskFormer, OneFormer, the last told the task `semantic`) gives a class and a
@@ -409,8 +409,9 @@ or captions the photograph with no prompt: its decoder generates at most
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation
 from the same pixels; its caption is written under the photograph, the
 device's and the CPU's. Grounding detectors (Grounding DINO: a prompt's
-tokens, not a query per label), instance segmenters, promptable segmenters
-(SAM), keypoint models and image-to-image models are
+tokens, not a query per label), EoMT (its processor tiles the image),
+instance segmenters, promptable segmenters (SAM), keypoint models and
+image-to-image models are
 listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what
 it gives.
 
