@@ -31,7 +31,7 @@ def test_the_demo_sweep_of_the_vision_models(tmp_path, demo_hub, demo_sweep_of_l
     for model, runner in VISION.items():
         row = table.loc[model]
         assert (row.runner, row.neuron_cores, row.result, row.check) == (runner, 1, "PASS", "cpu"), row[["result", "notes", "error"]]
-        assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
+        assert row.cpu_match == "Y" or row.cpu_match.startswith(("~ near-tie", "~ bf16's class")), row.cpu_match   # a segmentation's pixels of bf16's own class are said so
         assert row.task == {"run_image_classifier": "image-classification", "run_image_encoder": "image-feature-extraction",
                             "run_zero_shot_image": "zero-shot-image-classification", "run_depth_estimation": "depth-estimation",
                             "run_semantic_segmentation": "image-segmentation", "run_object_detection": "object-detection",

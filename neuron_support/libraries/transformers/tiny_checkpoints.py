@@ -138,6 +138,7 @@ def kept_outputs(old:dict, # the config as it was
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bb224200
+four_stage_swin = lambda s: dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s) # a Swin backbone of four stages (Swin's own override is for its two): a block each, heads that divide each stage's width, the last 8 x 64 wide
 OVERRIDES = {
     "jamba": dict(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, use_mamba_kernels=False),
     "mamba2": dict(num_heads=8, head_dim=16, n_groups=1, expand=2),
@@ -151,9 +152,8 @@ OVERRIDES = {
     "whisper": dict(begin_suppress_tokens=None, suppress_tokens=None),  # its defaults suppress ids of its 51,865-token vocabulary
     **dict.fromkeys(("swin", "swinv2", "donut-swin", "maskformer-swin"), dict(num_heads=[2, 4], hidden_size=128)),  # heads per stage (3 and 6 do not divide 64), and the width of its last stage (64 × 2)
     "swin2sr": dict(num_heads=[2, 2]),  # heads per stage: its 6 do not divide 64
-    **dict.fromkeys(("mask2former", "maskformer"), lambda s: dict(backbone_config=dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s))),
-    # their Swin's four stages, which their pixel decoders read (Swin's own override is for its two): a block each, heads that divide each stage's width, the last stage 8 x 64 wide
-    "oneformer": lambda s: dict(hidden_dim=64 * s, conv_dim=64 * s, mask_dim=64 * s, backbone_config=dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s)),
+    **dict.fromkeys(("mask2former", "maskformer"), lambda s: dict(backbone_config=four_stage_swin(s))),   # their Swin's four stages, which their pixel decoders read
+    "oneformer": lambda s: dict(hidden_dim=64 * s, conv_dim=64 * s, mask_dim=64 * s, backbone_config=four_stage_swin(s)),
     # and its decoder as wide as its pixel decoder, as its checkpoints (256 and 256): else its input projections, a plain list of convolutions that no checkpoint holds, stay unloaded
     "llama4_vision_model": lambda s: dict(intermediate_size=256 * s, projector_input_dim=64 * s, projector_output_dim=64 * s, vision_output_dim=64 * s),
     # the pixel shuffle (ratio 0.5) makes four times the width, its MLP brings it to the output width, which the projector takes
