@@ -33,6 +33,7 @@ t0 = time.time()
 import torch, transformers
 from huggingface_hub import snapshot_download
 from neuron_support.photo import photo
+from neuron_support.facts import DETECTION_QUERIES
 spec = json.loads(sys.argv[1])
 path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
 cls = getattr(transformers, spec["head_class"])
@@ -40,7 +41,7 @@ runner = spec["runner"]
 zero_shot = runner == "run_zero_shot_detection"
 proc = (transformers.AutoProcessor if runner in ("run_zero_shot_detection", "run_universal_segmentation") else transformers.AutoImageProcessor).from_pretrained(path)
 model = cls.from_pretrained(path, dtype=torch.bfloat16).eval()
-x = {k: v for k, v in proc(images=photo(), return_tensors="pt", **({"text": [["cat", "eye", "ear", "dog"]]} if zero_shot else {})).items() if isinstance(v, torch.Tensor)}
+x = {k: v for k, v in proc(images=photo(), return_tensors="pt", **({"text": [list(DETECTION_QUERIES)]} if zero_shot else {})).items() if isinstance(v, torch.Tensor)}
 dev = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in x.items()}
 classifier = runner == "run_image_classifier"   # a dense model's forward takes a lock dynamo cannot trace whole (SegFormer's, DPT's): compiled as its users would, graph breaks allowed
 fwd = torch.compile(model, backend="aot_eager", fullgraph=classifier, dynamic=False)

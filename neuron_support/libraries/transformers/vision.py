@@ -141,9 +141,9 @@ def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one
                  "classes, by pixels": class_shares(t, id2label)} for who, t in (("CPU fp32", ref["fp32"]["logits"]), ("CPU bf16", ref["bf16"]["logits"]), (plan["device"], dev["logits"]))]
     if plan["runner"].endswith("_detection"):   # boxes, for labels or for text queries
         (s32, c32, _), (s16, c16, _), (sd, cd, _) = (query_scores(r["logits"], id2label) for r in (ref["fp32"], ref["bf16"], dev))
-        b32 = ref["fp32"]["boxes"]
+        b32, size = ref["fp32"]["boxes"], photo().size
         seen = lambda s, c, q: f"{label_name(id2label, int(c[q]))} {float(s[q]):.2f}"
-        return [{"fp32's box": q, "where (pixels)": "[" + ", ".join(f"{v:.0f}" for v in box_corners(b32[q], photo().size).tolist()) + "]", "CPU fp32": seen(s32, c32, q), "CPU bf16": seen(s16, c16, q), plan["device"]: seen(sd, cd, m := same_box(dev["boxes"], b32[q], q)),
+        return [{"fp32's box": q, "where (pixels)": "[" + ", ".join(f"{v:.0f}" for v in box_corners(b32[q], size).tolist()) + "]", "CPU fp32": seen(s32, c32, q), "CPU bf16": seen(s16, c16, q), plan["device"]: seen(sd, cd, m := same_box(dev["boxes"], b32[q], q)),
                  "device: IoU with fp32": round(float(box_iou(dev["boxes"][m], b32[q])), 4), "CPU bf16: IoU with fp32": round(float(box_iou(ref["bf16"]["boxes"][q], b32[q])), 4)}
                 for q in kept_queries(s32, DETECTION_THRESHOLDS[plan["runner"]])[0]]
     if plan["runner"] == "run_depth_estimation":
@@ -329,11 +329,11 @@ def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device",
     for who, r in (("CPU fp32", ref["fp32"]), (device, dev)):   # a NaN box matches nothing, and fp32's would leave nothing to compare with
         if n := bad(r): return fail(f"{n} of the {who}'s scores and box coordinates are NaN or infinite")
     kept, over = kept_queries(s32, threshold)
-    wrong, ties = [], []
+    wrong, ties, size = [], [], photo().size   # the photograph decoded once, not twice a box
     for q in kept:
         m = same_box(bd, b32[q], q)
         iou, iou16 = float(box_iou(bd[m], b32[q])), float(box_iou(b16[q], b32[q]).nan_to_num(0))   # bf16's NaN box: no leeway
-        near = float((box_corners(bd[m], photo().size) - box_corners(b32[q], photo().size)).abs().max()) <= BOX_PIXELS   # NaN: not near
+        near = float((box_corners(bd[m], size) - box_corners(b32[q], size)).abs().max()) <= BOX_PIXELS   # NaN: not near
         if 1 - iou > max(1 - DETECTION_IOU, BF16_DRIFT_FACTOR * (1 - iou16)) and not near: wrong.append(f"the box of fp32's {name(c32[q])} at IoU {iou:.2f} (bf16's {iou16:.2f})"); continue
         if int(cd[m]) not in (int(c32[q]), int(c16[q])):
             tie, gap = near_tie(lp32[q], c32[q], cd[m])
