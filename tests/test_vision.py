@@ -134,6 +134,25 @@ def test_the_demo_sweep_of_the_captioner(tmp_path, demo_hub, demo_sweep_of_libra
     assert (outcome["result"], outcome["cpu_match"], outcome["notes"]) == ("PASS", row.cpu_match, row.notes)
 
 
+def test_blip_captions_the_photograph_alone(tmp_path):
+    """BLIP's captioner (`BlipForConditionalGeneration`, tiny, built as the architecture table builds it, in the Hub's layout):
+    `run_image_to_text`, not the vision-language runner's prompt; its vision tower once, compiled, then its text decoder's
+    compiled generation with a static cache of its own and of the tower's states, through the real run.py: PASS against
+    BLIP's own `generate` on the CPU, token for token; with damaged weights FAIL(output)."""
+    from neuron_support.libraries.transformers.tiny_checkpoints import build_checkpoint
+    from neuron_support.registry import make_plan
+    from neuron_support.script import execute_plan
+    folder = tmp_path / "blip"
+    assert "params" in build_checkpoint("run_multimodal", "blip", "BlipForConditionalGeneration", folder)
+    plan = make_plan(str(folder), stack=TR)
+    assert (plan.runner, plan.head_class, plan.cores) == ("run_image_to_text", "BlipForConditionalGeneration", 1)
+    outcome, run_py, _ = execute_plan(plan, TR, tmp_path / "run", time_limit=600, reference_cache=tmp_path / "refs", echo=lambda line: None)
+    assert (outcome["result"], outcome["check"], outcome["cpu_match"]) == ("PASS", "cpu", "Y"), outcome
+    assert outcome["images"] == ["input.png", "image.png", "image_cpu.png"] and outcome["notes"], outcome
+    bad, _ = damaged_run(folder, TR, tmp_path / "damaged")
+    assert bad["result"] == "FAIL(output)" and bad["cpu_match"].startswith("N first differs at token "), bad
+
+
 @pytest.mark.parametrize("model", ["tiny-qwen2.5-vl", "tiny-smolvlm", "tiny-vit-gpt2"])
 def test_a_vision_language_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the generation departs from the CPU's at a token that is no near-tie."

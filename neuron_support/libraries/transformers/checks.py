@@ -27,7 +27,7 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
     with torch.no_grad():
         out = model.generate(input_ids=input_ids, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                              output_scores=True, return_dict_in_generate=True, **kwargs)
-    seq = out.sequences[0, 1:] if model.config.is_encoder_decoder else out.sequences[0, input_ids.shape[1]:]
+    seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]   # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
     logprobs = torch.stack([s[0].float().log_softmax(-1) for s in out.scores]).to(torch.float16)
     del model, out; gc.collect()
     return seq[:len(logprobs)].tolist(), logprobs

@@ -83,28 +83,31 @@ def whole_layer(layer, n:int):
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #9d934697
 def static_cache(model, max_cache_len:int,
-                 encoder_len:int=0, # an encoder-decoder's: the length of the encoder's output
+                 encoder_len:int=0, # the length of the states the decoder cross-attends to: an encoder-decoder's encoder output, or those a decoder is given
                 ):
-    "The model's static KV cache with its sliding-window layers kept whole, or None when it has none (generate builds it)."
+    "The model's static KV cache with its sliding-window layers kept whole, and for a decoder given states to cross-attend to (BLIP's text decoder) their static cache beside its own; None where generate builds the right one."
     def whole(n:int)->tuple:   # the StaticCache generate would build, its sliding-window layers whole; and whether it had any
         cache = transformers.StaticCache(config=model.config, max_cache_len=n)
         slides = [isinstance(l, transformers.StaticSlidingWindowLayer) for l in cache.layers]
         cache.layers = [whole_layer(l, n) if s else l for s, l in zip(slides, cache.layers)]
         return cache, any(slides)
     own, sliding = whole(max_cache_len)
-    if not sliding: return None
-    return transformers.EncoderDecoderCache(own, whole(encoder_len)[0]) if model.config.is_encoder_decoder else own
+    given = encoder_len > 0 and not model.config.is_encoder_decoder   # generate builds its own cache alone, too short for the states it does not know of
+    if not (sliding or given): return None
+    return transformers.EncoderDecoderCache(own, whole(encoder_len)[0]) if model.config.is_encoder_decoder or given else own
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #c8f73b95
 def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
                    reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
+                   eos_token_id:int|None=None, # the token that ends it, where the model's own generate names another than its generation config (BLIP's [SEP])
                   )->dict:
     "Generate (compiling), then again warm; the new tokens, timings, and the inputs for the CPU reference."
     n = cache_length(inputs["input_ids"].shape[1] + plan["inputs"]["max_new_tokens"])
     gc_ = generation_config(plan, pad_token_id, n)
+    if eos_token_id is not None: gc_.eos_token_id = eos_token_id
     dev_inputs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in inputs.items()}
     before = compile_run(model, plan, state, "gen")
-    enc = inputs["encoder_outputs"][0].shape[1] if "encoder_outputs" in inputs else 0
+    enc = inputs["encoder_outputs"][0].shape[1] if "encoder_outputs" in inputs else inputs["encoder_hidden_states"].shape[1] if "encoder_hidden_states" in inputs else 0
     own_cache = plan.get("settings") != "defaults" and static_cache(model, n, enc) is not None
     if own_cache: gc_.cache_implementation = gc_.max_cache_len = None  # generate refuses both a cache and a cache_implementation
     closest = plan.get("eager") and plan.get("settings", "card") not in ("card", "defaults")  # the CPU's check of the closest settings: are the shapes fixed?

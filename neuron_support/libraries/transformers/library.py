@@ -148,6 +148,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #f0784cff
 IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"} # model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
+CAPTIONERS = ("BlipForConditionalGeneration",) # declared classes of an image-text type that caption the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt): `run_image_to_text`'s too
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
@@ -189,7 +190,7 @@ def choose_runner(config:dict, # the parsed config.json
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch   # boxes: before the encoder-decoders, whose flag DETR's config sets
-    if mt in IMAGE_TO_TEXT: return "run_image_to_text", IMAGE_TO_TEXT[mt]   # a caption from the image alone, not a text encoder-decoder's prompt
+    if mt in IMAGE_TO_TEXT or arch in CAPTIONERS: return "run_image_to_text", IMAGE_TO_TEXT.get(mt, arch)   # a caption from the image alone, not a text encoder-decoder's prompt
     if audio := audio_runner(arch): return audio
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
@@ -403,7 +404,8 @@ of 0.1 (its pipeline's default). A universal segmenter (Mask2Former,
 MaskFormer, OneFormer, the last told the task `semantic`) gives a class and a
 mask for each query; each pixel's class is the one its queries' classes and
 masks make likeliest, as transformers' semantic post-processing reads them,
-held as a semantic segmenter's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2) reads
+held as a semantic segmenter's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2; BLIP's
+captioner, whose text decoder cross-attends to its vision tower) reads
 or captions the photograph with no prompt: its decoder generates at most
 {MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation

@@ -78,20 +78,41 @@ def caption_start(config)->torch.Tensor: # [1, 1] int64
     if not isinstance(start, int): raise ValueError(f"{type(config).__name__} names no decoder_start_token_id and its decoder no bos_token_id: generate has no token to start from")
     return torch.tensor([[start]])
 
+# %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2aa522e0
+def caption_encoder(model)->torch.nn.Module:
+    "The part of an image-to-text model that reads the photograph: BLIP's vision tower, or a vision encoder-decoder's encoder."
+    return model.vision_model if hasattr(model, "text_decoder") else model.get_encoder()
+
+# %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #a277cc24
+def caption_generation(model, # an image-to-text model
+                       encoded, # what its vision side (`caption_encoder`) made of the photograph
+                      )->dict: # decoder (what generates), inputs (its generate's), reference_ids (the CPU reference's generate's), eos_token_id (None: its generation config's)
+    "What generates the caption, from what: a vision encoder-decoder itself, from its start token and the encoder's output; BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
+    if not hasattr(model, "text_decoder"):
+        start = caption_start(model.config)
+        return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start), "encoder_outputs": encoded},
+                "reference_ids": start[0].tolist(), "eos_token_id": None}
+    text, states = model.config.text_config, encoded[0]
+    bos = torch.tensor([[text.bos_token_id]])
+    return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
+                                                       "encoder_attention_mask": torch.ones(states.shape[:2], dtype=torch.long)},
+            "reference_ids": [text.bos_token_id, text.sep_token_id],   # BLIP's generate drops the last id it is given: its own default is these two
+            "eos_token_id": text.sep_token_id}
+
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #7a0d6bad
 def run_image_to_text(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image-to-text model (a vision encoder-decoder): the photograph through its image processor, the encoder once, compiled, then compiled greedy generation from the decoder's start token."
+    "An image-to-text model (a vision encoder-decoder, BLIP's captioner): the photograph through its image processor, the vision side once, compiled, then the decoder's compiled greedy generation from its start token."
     images = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
     pixels = images(images=photo(), return_tensors="pt")["pixel_values"]
-    start = caption_start(model.config)
     state["phase"] = "gen"
-    with torch.inference_mode(): encoded = compiled(model.get_encoder(), plan)(pixel_values=pixels.to(device, torch.bfloat16))
+    with torch.inference_mode(): encoded = compiled(caption_encoder(model), plan)(pixel_values=pixels.to(device, torch.bfloat16))
+    g = caption_generation(model, encoded)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id or 0
-    res = generate_twice(model, {"input_ids": start, "attention_mask": torch.ones_like(start), "encoder_outputs": encoded}, plan, device, state, pad,
-                         decoder_start=1, reference_inputs={"pixel_values": pixels})
-    return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True)}
+    res = generate_twice(g["decoder"], g["inputs"], plan, device, state, pad, decoder_start=1, reference_inputs={"pixel_values": pixels},
+                         eos_token_id=g["eos_token_id"])
+    return {**res, "input_ids": g["reference_ids"], "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #bada44c9
 def captioned(text:str, # the caption
