@@ -137,7 +137,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "gemma4_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
     "gemma4_unified_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
     "udop": "a document model (the page's words and their boxes beside its image; its processor finds them with Tesseract OCR)",
-    "pix2struct": "an image-to-text model (the prompt is drawn onto the image: no text tokens)",
+    "pix2struct": "an image-to-text model (its question-answering checkpoints draw the question onto the image; its captioners' decoder keeps no cache in transformers 5, so its every step is a new shape)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
     **dict.fromkeys(("pp_ocrv5_mobile_det", "pp_ocrv5_server_det", "pp_ocrv6_small_det", "pp_ocrv6_medium_det"),
