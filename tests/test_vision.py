@@ -153,6 +153,28 @@ def test_blip_captions_the_photograph_alone(tmp_path):
     assert bad["result"] == "FAIL(output)" and bad["cpu_match"].startswith("N first differs at token "), bad
 
 
+
+def test_pix2struct_captions_as_image_to_text_and_its_cacheless_decoder_is_the_settings_failure(tmp_path):
+    """Pix2Struct's captioner (tiny, built as the architecture table builds it): `run_image_to_text`, its encoder on the flattened
+    patches and their mask its processor makes; transformers 5's Pix2Struct decoder keeps no cache, so the compiled generation
+    meets a new shape at every step and fails; the CPU's eager run of the card's settings says why (no static cache), so that
+    the failure is the settings', not the device's. A question-answering Pix2Struct (`is_vqa`) is EXCLUDED."""
+    from neuron_support.libraries.transformers.tiny_checkpoints import build_checkpoint
+    from neuron_support.registry import make_plan
+    from neuron_support.script import execute_plan
+    from neuron_support.stack import UsageError
+    folder = tmp_path / "pix2struct"
+    assert "params" in build_checkpoint("run_multimodal", "pix2struct", "Pix2StructForConditionalGeneration", folder)
+    plan = make_plan(str(folder), stack=TR)
+    assert (plan.runner, plan.head_class) == ("run_image_to_text", "Pix2StructForConditionalGeneration")
+    outcome, _, _ = execute_plan(plan, TR, tmp_path / "run", time_limit=600, reference_cache=tmp_path / "refs", echo=lambda line: None)
+    assert outcome["result"] == "FAIL(gen)", outcome
+    assert outcome["cpu_eager"] == ("ValueError: Pix2StructForConditionalGeneration returned no cache: it does not take the static cache "
+                                    "generate gives it, so these settings do not fix its shapes"), outcome["cpu_eager"]
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "is_vqa": True}))
+    with pytest.raises(UsageError, match="a visual question-answering model"): make_plan(str(folder), stack=TR)
+
 @pytest.mark.parametrize("model", ["tiny-qwen2.5-vl", "tiny-smolvlm", "tiny-vit-gpt2"])
 def test_a_vision_language_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the generation departs from the CPU's at a token that is no near-tie."

@@ -110,13 +110,13 @@ def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_to
     enc = inputs["encoder_outputs"][0].shape[1] if "encoder_outputs" in inputs else inputs["encoder_hidden_states"].shape[1] if "encoder_hidden_states" in inputs else 0
     own_cache = plan.get("settings") != "defaults" and static_cache(model, n, enc) is not None
     if own_cache: gc_.cache_implementation = gc_.max_cache_len = None  # generate refuses both a cache and a cache_implementation
-    closest = plan.get("eager") and plan.get("settings", "card") not in ("card", "defaults")  # the CPU's check of the closest settings: are the shapes fixed?
-    gc_.return_dict_in_generate = bool(closest)
+    shapes = plan.get("eager") and plan.get("settings", "card") != "defaults"  # the CPU's check of the card's or the closest settings: are the shapes fixed?
+    gc_.return_dict_in_generate = bool(shapes)
     gen = lambda: model.generate(**dev_inputs, generation_config=gc_, **({"cache": static_cache(model, n, enc)} if own_cache else {}))
     with torch.inference_mode():
         out, first_s = timed(gen, device)
         out2, warm_s = timed(gen, device) if not plan.get("eager") else (out, first_s)  # an eager check needs no warm run
-    if closest: out = out2 = fixed_shape_sequences(out, model)
+    if shapes: out = out2 = fixed_shape_sequences(out, model)   # a model that keeps no static cache is the settings' failure, not the device's
     start = decoder_start or inputs["input_ids"].shape[1]
     tokens = out[0, start:].tolist()
     graphs, cached = compiled_graphs(plan["backend"], before)

@@ -137,7 +137,6 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "gemma4_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
     "gemma4_unified_assistant": "a drafter for speculative decoding (it runs beside its target model, on that model's states)",
     "udop": "a document model (the page's words and their boxes beside its image; its processor finds them with Tesseract OCR)",
-    "pix2struct": "an image-to-text model (its question-answering checkpoints draw the question onto the image; its captioners' decoder keeps no cache in transformers 5, so its every step is a new shape)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
     **dict.fromkeys(("pp_ocrv5_mobile_det", "pp_ocrv5_server_det", "pp_ocrv6_small_det", "pp_ocrv6_medium_det"),
@@ -148,7 +147,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #f0784cff
 IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"} # model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
-CAPTIONERS = ("BlipForConditionalGeneration",) # declared classes of an image-text type that caption the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt): `run_image_to_text`'s too
+CAPTIONERS = ("BlipForConditionalGeneration", "Pix2StructForConditionalGeneration") # declared classes of an image-text type that caption or read the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt; a question-answering Pix2Struct draws its question on the image, `unserved`): `run_image_to_text`'s too
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
@@ -166,6 +165,7 @@ def unserved(arch:str, # architectures[0], or ""
         return "the decoder of a text-to-audio model (one token stream per audio codebook): no runner serves it yet"
     if config.get("languages") and config.get("default_language") is None:
         return "a model of per-language adapters saved without a default language (its users call `set_default_language` first): no runner chooses one yet"
+    if config.get("is_vqa"): return "a visual question-answering model (its question is drawn onto the image: no text tokens): no runner serves it yet"   # Pix2Struct's DocVQA, ChartQA, DePlot
     if model_type in OTHER_INPUTS: return f"{OTHER_INPUTS[model_type]}: no runner serves it yet"
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
@@ -405,7 +405,9 @@ MaskFormer, OneFormer, the last told the task `semantic`) gives a class and a
 mask for each query; each pixel's class is the one its queries' classes and
 masks make likeliest, as transformers' semantic post-processing reads them,
 held as a semantic segmenter's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2; BLIP's
-captioner, whose text decoder cross-attends to its vision tower) reads
+captioner, whose text decoder cross-attends to its vision tower; Pix2Struct's captioners, which
+read the photograph as flattened patches; its question-answering checkpoints, which draw
+the question onto the image, are excluded) reads
 or captions the photograph with no prompt: its decoder generates at most
 {MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation

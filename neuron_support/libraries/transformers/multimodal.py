@@ -86,11 +86,12 @@ def caption_encoder(model)->torch.nn.Module:
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #a277cc24
 def caption_generation(model, # an image-to-text model
                        encoded, # what its vision side (`caption_encoder`) made of the photograph
+                       mask=None, # the image processor's mask of the encoder's input (Pix2Struct's patches), if it made one
                       )->dict: # decoder (what generates), inputs (its generate's), reference_ids (the CPU reference's generate's), eos_token_id (None: its generation config's)
-    "What generates the caption, from what: a vision encoder-decoder itself, from its start token and the encoder's output; BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
+    "What generates the caption, from what: an encoder-decoder itself, from its start token and the encoder's output (masked as the processor masked its input); BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
     if not hasattr(model, "text_decoder"):
         start = caption_start(model.config)
-        return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start), "encoder_outputs": encoded},
+        return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start) if mask is None else mask, "encoder_outputs": encoded},
                 "reference_ids": start[0].tolist(), "eos_token_id": None}
     text, states = model.config.text_config, encoded[0]
     bos = torch.tensor([[text.bos_token_id]])
@@ -101,16 +102,17 @@ def caption_generation(model, # an image-to-text model
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #7a0d6bad
 def run_image_to_text(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image-to-text model (a vision encoder-decoder, BLIP's captioner): the photograph through its image processor, the vision side once, compiled, then the decoder's compiled greedy generation from its start token."
+    "An image-to-text model (a vision encoder-decoder, BLIP's or Pix2Struct's captioner): the photograph through its image processor, the vision side once, compiled, then the decoder's compiled greedy generation from its start token."
     images = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
-    pixels = images(images=photo(), return_tensors="pt")["pixel_values"]
+    pixels = dict(images(images=photo(), return_tensors="pt"))   # pixel values, or Pix2Struct's flattened patches and their mask
     state["phase"] = "gen"
-    with torch.inference_mode(): encoded = compiled(caption_encoder(model), plan)(pixel_values=pixels.to(device, torch.bfloat16))
-    g = caption_generation(model, encoded)
+    on_device = {k: v.to(device, torch.bfloat16) if v.is_floating_point() else v.to(device) for k, v in pixels.items()}
+    with torch.inference_mode(): encoded = compiled(caption_encoder(model), plan)(**on_device)
+    g = caption_generation(model, encoded, on_device.get("attention_mask"))
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id or 0
-    res = generate_twice(g["decoder"], g["inputs"], plan, device, state, pad, decoder_start=1, reference_inputs={"pixel_values": pixels},
+    res = generate_twice(g["decoder"], g["inputs"], plan, device, state, pad, decoder_start=1, reference_inputs=pixels,
                          eos_token_id=g["eos_token_id"])
     return {**res, "input_ids": g["reference_ids"], "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
