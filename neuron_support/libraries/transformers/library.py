@@ -42,6 +42,7 @@ ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection") # 
 UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation") # the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
 DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS} # declared class -> what it gives
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
+MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 
@@ -160,6 +161,8 @@ def unserved(arch:str, # architectures[0], or ""
         return "an object detector's base model, without its detection head (DetrModel's kin: states, not boxes): no runner serves it yet"
     if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"   # its head's task, not its backbone's: never a bare encoder's verdict
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
+    if arch in MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values() and arch not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values():   # BLIP's, ViLT's; BLIP-2's generates from a prompt
+        return "a visual question-answering model (a question through its own text encoder beside the image, not a language model's prompt): no runner serves it yet"
     if audio_language(config): return AUDIO_LANGUAGE
     if arch and arch in {MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(t) for t in MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES}:   # saved alone, its type is the decoder's (musicgen_decoder)
         return "the decoder of a text-to-audio model (one token stream per audio codebook): no runner serves it yet"
