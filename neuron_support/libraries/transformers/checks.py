@@ -30,7 +30,7 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
     seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]   # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
     logprobs = torch.stack([s[0].float().log_softmax(-1) for s in out.scores]).to(torch.float16)
     del model, out; gc.collect()
-    return seq[:len(logprobs)].tolist(), logprobs
+    return seq.tolist(), logprobs
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #b1d0ff88
 def generation_reference(model_path:str, # a local folder or a Hub id

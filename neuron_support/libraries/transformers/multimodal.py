@@ -97,7 +97,7 @@ def caption_generation(model, # an image-to-text model
     bos = torch.tensor([[text.bos_token_id]])
     return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
                                                        "encoder_attention_mask": torch.ones(states.shape[:2], dtype=torch.long)},
-            "reference_ids": [text.bos_token_id, text.sep_token_id],   # BLIP's generate drops the last id it is given: its own default is these two
+            "reference_ids": [text.bos_token_id, text.eos_token_id],   # the two ids BLIP's generate makes by default, of which it drops the last
             "eos_token_id": text.sep_token_id}
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #7a0d6bad
