@@ -94,6 +94,8 @@ def caption_generation(model, # an image-to-text model
         return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start) if mask is None else mask, "encoder_outputs": encoded},
                 "reference_ids": start[0].tolist(), "eos_token_id": None}
     text, states = model.config.text_config, encoded[0]
+    if not all(isinstance(i, int) for i in (text.bos_token_id, text.eos_token_id)):   # a config that names none: BLIP's own generate cannot begin either
+        raise ValueError(f"{type(model).__name__}'s text config names no bos_token_id or eos_token_id ({text.bos_token_id}, {text.eos_token_id}): its generate has no ids to start from")
     bos = torch.tensor([[text.bos_token_id]])
     return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
                                                        "encoder_attention_mask": torch.ones(states.shape[:2], dtype=torch.long)},
