@@ -100,9 +100,10 @@ def static_cache(model, max_cache_len:int,
 def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_token_id, decoder_start:int=0,
                    reference_inputs:dict|None=None, # what the CPU reference gets besides input_ids (a processor's fp32 pixel values...)
                    eos_token_id:int|None=None, # the token that ends it, where the model's own generate names another than its generation config (BLIP's [SEP])
+                   prefix:int=0, # positions the model's cache holds before input_ids (GIT's image patches)
                   )->dict:
     "Generate (compiling), then again warm; the new tokens, timings, and the inputs for the CPU reference."
-    n = cache_length(inputs["input_ids"].shape[1] + plan["inputs"]["max_new_tokens"])
+    n = cache_length(prefix + inputs["input_ids"].shape[1] + plan["inputs"]["max_new_tokens"])
     gc_ = generation_config(plan, pad_token_id, n)
     if eos_token_id is not None: gc_.eos_token_id = eos_token_id
     dev_inputs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in inputs.items()}

@@ -148,7 +148,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #f0784cff
 IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"} # model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
-CAPTIONERS = ("BlipForConditionalGeneration", "Pix2StructForConditionalGeneration") # declared classes of an image-text type that caption or read the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt; a question-answering Pix2Struct draws its question on the image, `unserved`): `run_image_to_text`'s too
+CAPTIONERS = ("BlipForConditionalGeneration", "Pix2StructForConditionalGeneration", "GitForCausalLM") # declared classes of an image-text type that caption or read the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt; a question-answering Pix2Struct draws its question on the image, `unserved`; GIT's VQA checkpoints, tagged visual-question-answering, are on no list): `run_image_to_text`'s too
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
@@ -410,7 +410,8 @@ masks make likeliest, as transformers' semantic post-processing reads them,
 held as a semantic segmenter's. An image-to-text model (a vision encoder-decoder: TrOCR, ViT-GPT2; BLIP's
 captioner, whose text decoder cross-attends to its vision tower; Pix2Struct's captioners, which
 read the photograph as flattened patches; its question-answering checkpoints, which draw
-the question onto the image, are excluded) reads
+the question onto the image, are excluded; GIT's captioners, whose decoder reads the
+image's patches as the first positions of its own sequence) reads
 or captions the photograph with no prompt: its decoder generates at most
 {MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation

@@ -79,20 +79,33 @@ def caption_start(config)->torch.Tensor: # [1, 1] int64
     return torch.tensor([[start]])
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2aa522e0
-def caption_encoder(model)->torch.nn.Module:
-    "The part of an image-to-text model that reads the photograph: BLIP's vision tower, or a vision encoder-decoder's encoder."
-    return model.vision_model if hasattr(model, "text_decoder") else model.get_encoder()
+def caption_encoder(model)->torch.nn.Module|None:
+    "The part of an image-to-text model that reads the photograph before it generates: BLIP's vision tower, an encoder-decoder's encoder; None for a decoder that reads the pixels in its own first step (GIT)."
+    if hasattr(model, "text_decoder"): return model.vision_model
+    return model.get_encoder() if model.config.is_encoder_decoder else None
+
+# %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #23002b72
+def pixel_positions(model)->int:
+    "How many positions of its cache a decoder gives the image before its first id, as the model itself counts them (GIT's patches and their class token, `image_patch_tokens`); 0 where none says."
+    return next((int(m.image_patch_tokens) for m in model.modules() if isinstance(getattr(m, "image_patch_tokens", None), int)), 0)
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #a277cc24
 def caption_generation(model, # an image-to-text model
-                       encoded, # what its vision side (`caption_encoder`) made of the photograph
-                       mask=None, # the image processor's mask of the encoder's input (Pix2Struct's patches), if it made one
-                      )->dict: # decoder (what generates), inputs (its generate's), reference_ids (the CPU reference's generate's), eos_token_id (None: its generation config's)
-    "What generates the caption, from what: an encoder-decoder itself, from its start token and the encoder's output (masked as the processor masked its input); BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
+                       encoded, # what its vision side (`caption_encoder`) made of the photograph; None where it has none
+                       pixels:dict, # the image processor's tensors, on the device (pixel values, or Pix2Struct's patches and their mask)
+                      )->dict: # decoder (what generates), inputs (its generate's), reference_ids (the CPU reference's generate's), eos_token_id (None: its generation config's), prefix (cache positions before the first id)
+    "What generates the caption, from what: a decoder that reads the pixels itself (GIT), from its BOS after them; an encoder-decoder, from its start token and the encoder's output (masked as the processor masked its input); BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
+    if encoded is None:
+        bos = model.generation_config.bos_token_id
+        if not isinstance(bos, int): raise ValueError(f"{type(model).__name__}'s generation config names no bos_token_id ({bos!r}): its generate has no id to start from")
+        ids = torch.tensor([[bos]])
+        return {"decoder": model, "inputs": {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels},
+                "reference_ids": [bos], "eos_token_id": None, "prefix": pixel_positions(model)}
     if not hasattr(model, "text_decoder"):
+        mask = pixels.get("attention_mask")
         start = caption_start(model.config)
         return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start) if mask is None else mask, "encoder_outputs": encoded},
-                "reference_ids": start[0].tolist(), "eos_token_id": None}
+                "reference_ids": start[0].tolist(), "eos_token_id": None, "prefix": 0}
     text, states = model.config.text_config, encoded[0]
     if not all(isinstance(i, int) for i in (text.bos_token_id, text.eos_token_id)):   # a config that names none: BLIP's own generate cannot begin either
         raise ValueError(f"{type(model).__name__}'s text config names no bos_token_id or eos_token_id ({text.bos_token_id}, {text.eos_token_id}): its generate has no ids to start from")
@@ -100,22 +113,23 @@ def caption_generation(model, # an image-to-text model
     return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
                                                        "encoder_attention_mask": torch.ones(states.shape[:2], dtype=torch.long)},
             "reference_ids": [text.bos_token_id, text.eos_token_id],   # the two ids BLIP's generate makes by default, of which it drops the last
-            "eos_token_id": text.sep_token_id}
+            "eos_token_id": text.sep_token_id, "prefix": 0}
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #7a0d6bad
 def run_image_to_text(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image-to-text model (a vision encoder-decoder, BLIP's or Pix2Struct's captioner): the photograph through its image processor, the vision side once, compiled, then the decoder's compiled greedy generation from its start token."
+    "An image-to-text model (a vision encoder-decoder, BLIP's, Pix2Struct's or GIT's captioner): the photograph through its image processor, the vision side once, compiled (GIT's in its decoder's first step), then the decoder's compiled greedy generation from its start token."
     images = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
     pixels = dict(images(images=photo(), return_tensors="pt"))   # pixel values, or Pix2Struct's flattened patches and their mask
     state["phase"] = "gen"
     on_device = {k: v.to(device, torch.bfloat16) if v.is_floating_point() else v.to(device) for k, v in pixels.items()}
-    with torch.inference_mode(): encoded = compiled(caption_encoder(model), plan)(**on_device)
-    g = caption_generation(model, encoded, on_device.get("attention_mask"))
+    reader = caption_encoder(model)
+    with torch.inference_mode(): encoded = compiled(reader, plan)(**on_device) if reader is not None else None
+    g = caption_generation(model, encoded, on_device)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id or 0
     res = generate_twice(g["decoder"], g["inputs"], plan, device, state, pad, decoder_start=1, reference_inputs=pixels,
-                         eos_token_id=g["eos_token_id"])
+                         eos_token_id=g["eos_token_id"], prefix=g["prefix"])
     return {**res, "input_ids": g["reference_ids"], "text": tok.decode(res["tokens"], skip_special_tokens=True)}
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #bada44c9
