@@ -254,7 +254,7 @@ def pytest_collection_modifyitems(items):
 # broken on purpose (the test hook NEURON_SUPPORT_BREAK_TINY: its rotary dimension past its head, as the first builder had it): a
 # failure of the tiny checkpoint alone, which the table must call the builder's (a SKIP), not the architecture's. BERT: three
 # of its classes (a head, the bare encoder, BERT as a decoder: two runners; its other heads are the encoder checks' own, tests/test_checks.py).
-ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,grounding-dino:GroundingDinoForObjectDetection"
+ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,omdet-turbo:OmDetTurboForObjectDetection"
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
 
 

@@ -26,24 +26,24 @@ PASSING = [("llama", "LlamaForCausalLM"), ("t5", "T5ForConditionalGeneration"), 
 def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     """Each architecture's row: the passing ones; FNet failing everywhere in bf16 (transformers' code, at both sizes); MPT failing
     with the card's settings (the CPU generates with transformers' own); GPT-J, broken on purpose at the tiny size, a builder's
-    SKIP (four times as wide it runs), not a FAIL; DBRX not built; Grounding DINO, which no runner serves, EXCLUDED without a build
+    SKIP (four times as wide it runs), not a FAIL; DBRX not built; OmDet-Turbo, which no runner serves, EXCLUDED without a build
     (its build fails, and that is no builder's miss to report). No row is a FAIL the builder caused."""
     out, p = architecture_table
     assert p.returncode == 0, p.stderr[-3000:]
     assert pairs(out, "architectures") == [PAIR]
     t = read_architectures(architecture_path(out, PAIR)).set_index(["model_type", "class"])
     fnet, mpt, gptj, dbrx = ("fnet", "FNetForMaskedLM"), ("mpt", "MptForCausalLM"), ("gptj", "GPTJForCausalLM"), ("dbrx", "DbrxForCausalLM")
-    gdino = ("grounding-dino", "GroundingDinoForObjectDetection")
-    assert sorted(t.index) == sorted([*BERTS, *PASSING, fnet, mpt, gptj, dbrx, gdino])
-    assert t.result.to_dict() == {**dict.fromkeys(BERTS + PASSING, "PASS"), fnet: "FAIL(forward)", mpt: "FAIL(gen)", gptj: "SKIP", dbrx: "SKIP", gdino: "EXCLUDED"}, t.result
-    assert t.culprit.fillna("").to_dict() == {**dict.fromkeys(BERTS + PASSING, ""), fnet: "transformers", mpt: "settings", gptj: "builder", dbrx: "", gdino: ""}, t.culprit
-    assert t.loc[gdino].notes == "a zero-shot object detector (boxes for text queries): no runner serves it yet (GroundingDinoForObjectDetection)" and pd.isna(t.loc[gdino].run_py)
+    omdet = ("omdet-turbo", "OmDetTurboForObjectDetection")
+    assert sorted(t.index) == sorted([*BERTS, *PASSING, fnet, mpt, gptj, dbrx, omdet])
+    assert t.result.to_dict() == {**dict.fromkeys(BERTS + PASSING, "PASS"), fnet: "FAIL(forward)", mpt: "FAIL(gen)", gptj: "SKIP", dbrx: "SKIP", omdet: "EXCLUDED"}, t.result
+    assert t.culprit.fillna("").to_dict() == {**dict.fromkeys(BERTS + PASSING, ""), fnet: "transformers", mpt: "settings", gptj: "builder", dbrx: "", omdet: ""}, t.culprit
+    assert t.loc[omdet].notes == "a zero-shot object detector prompted with a task beside its classes (OmDet-Turbo: boxes for text queries): no runner serves it yet (OmDetTurboForObjectDetection)" and pd.isna(t.loc[omdet].run_py)
     assert t.loc[fnet].cpu_eager.startswith("NotImplementedError") and t.loc[mpt].cpu_eager.startswith("ValueError: Cannot use prefill chunking")
     g = t.loc[gptj]   # the tiny checkpoint's own failure: named, with what failed, and nothing blamed on the architecture
     assert g.notes.startswith("the tiny checkpoint's own failure (FAIL(gen) on the CPU too: RuntimeError: The size of tensor a") and "4 times as wide it runs on the CPU (PASS)" in g.notes, g.notes
     assert isinstance(g.run_py, str) and g.cpu_eager.startswith("RuntimeError")
     assert t.loc[dbrx].notes.startswith("transformers' own defaults do not make it (DbrxConfig(): AttributeError: ") and pd.isna(t.loc[dbrx].runner) and pd.isna(t.loc[dbrx].run_py)   # why (its own defaults fail), and nothing ran
-    ran = t.drop([dbrx, gdino])
+    ran = t.drop([dbrx, omdet])
     assert ran.runner.to_dict() == {**{b: "run_dense" if b[1] == "BertLMHeadModel" else "run_encoder" for b in BERTS}, fnet: "run_encoder",
                                     **{k: "run_seq2seq" if k[1] in ("T5ForConditionalGeneration", "BlenderbotForConditionalGeneration") else "run_dense"
                                        for k in [*PASSING, mpt, gptj]}, ("owlv2", "Owlv2ForObjectDetection"): "run_zero_shot_detection"}
@@ -72,7 +72,7 @@ def test_a_second_invocation_runs_nothing(architecture_table, tmp_path):
                         "--device", "cpu", "--out", str(mine)], capture_output=True, text=True, timeout=600, env={**os.environ, **BROKEN_TINY})
     assert p.returncode == 0, p.stderr[-3000:]
     n = len(before)
-    assert f"{n} architectures: 0 to run, {n - 2} unchanged since their last run, 2 that cannot run" in p.stderr, p.stderr[-2000:]   # DBRX, not built; Grounding DINO, served by no runner
+    assert f"{n} architectures: 0 to run, {n - 2} unchanged since their last run, 2 that cannot run" in p.stderr, p.stderr[-2000:]   # DBRX, not built; OmDet-Turbo, served by no runner
     assert "starting Ray" not in p.stderr   # no run, no Ray
     pd.testing.assert_frame_equal(read_architectures(architecture_path(mine, PAIR)), before)
 

@@ -30,7 +30,7 @@ MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTIO
 MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES = auto_names("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES")
 MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES = auto_names("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES")
 DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no runner checks yet (issue 45), and what their models give
-    "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector (boxes for text queries)",
+    "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector prompted with a task beside its classes (OmDet-Turbo: boxes for text queries)",
     "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES": "a universal segmenter (masks and their classes)",
     "MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES": "an instance segmenter (masks and their classes)",
     "MODEL_FOR_IMAGE_SEGMENTATION_MAPPING_NAMES": "an image segmenter (masks and their classes)",
@@ -38,7 +38,7 @@ DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no run
     "MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES": "a keypoint matcher (points matched across two images)",
     "MODEL_FOR_MASK_GENERATION_MAPPING_NAMES": "a promptable segmenter (masks for given points or boxes)",
     "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES": "an image-to-image model (an image out: super-resolution)"}
-ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection") # the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair
+ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection", "GroundingDinoForObjectDetection", "MMGroundingDinoForObjectDetection") # the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair, or (Grounding DINO's) for each box and token of one prompt of the queries
 UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation") # the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
 DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS} # declared class -> what it gives
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
@@ -84,7 +84,6 @@ def vision_runner(arch:str, # architectures[0], or ""
                  )->tuple|None: # (runner name, head class name), or None for a model that is not a vision model
     "The vision runner and load class for a checkpoint, from its config alone."
     if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
-    if arch in ZERO_SHOT_DETECTORS and arch in transformers_names(): return "run_zero_shot_detection", arch   # boxes for text queries: before the zero-shot classifiers, whose table lists its type
     if arch in UNIVERSAL_SEGMENTERS and arch in transformers_names(): return "run_universal_segmentation", arch   # masks and their classes, read as a class for each pixel
     if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch   # its head's map, not its backbone's states
     if arch in MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_semantic_segmentation", arch   # a class for each pixel
@@ -193,6 +192,7 @@ def choose_runner(config:dict, # the parsed config.json
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch   # boxes: before the encoder-decoders, whose flag DETR's config sets
+    if arch in ZERO_SHOT_DETECTORS and arch in transformers_names(): return "run_zero_shot_detection", arch   # boxes for text queries: before the encoder-decoders (Grounding DINO's flag) and the zero-shot classifiers (whose table lists OWL's type)
     if mt in IMAGE_TO_TEXT or arch in CAPTIONERS: return "run_image_to_text", IMAGE_TO_TEXT.get(mt, arch)   # a caption from the image alone, not a text encoder-decoder's prompt
     if audio := audio_runner(arch): return audio
     if image_text := image_text_runner(arch, mt, config): return image_text
@@ -401,7 +401,10 @@ threshold unless fp32's is at a near-tie of it; no box may be kept that fp32
 does not keep (a random checkpoint's five likeliest boxes are compared when it
 keeps none). Its kept boxes are drawn on the photograph, the device's and the
 CPU's. A zero-shot detector (OWL-ViT, OWLv2) reads the text queries
-{", ".join(f"`{q}`" for q in DETECTION_QUERIES)}, each alone, and scores every box against each: it is
+{", ".join(f"`{q}`" for q in DETECTION_QUERIES)}, each alone, and scores every box against each;
+Grounding DINO (and MM Grounding DINO) reads them as one prompt, joined by
+periods as its processor joins a list of labels, and scores every box against
+each token, a box's score for a query being its likeliest token's of that query: each is
 held as an object detector whose labels are the queries, a box kept at a score
 of 0.1 (its pipeline's default). A universal segmenter (Mask2Former,
 MaskFormer, OneFormer, the last told the task `semantic`) gives a class and a
@@ -416,8 +419,7 @@ or captions the photograph with no prompt: its decoder generates at most
 {MAX_NEW_TOKENS} tokens greedily from its start token with a static cache, on one
 NeuronCore, and is checked as a generation, against the CPU's fp32 generation
 from the same pixels; its caption is written under the photograph, the
-device's and the CPU's. Grounding detectors (Grounding DINO: a prompt's
-tokens, not a query per label), EoMT (its processor tiles the image),
+device's and the CPU's. OmDet-Turbo (a task sentence beside its classes), EoMT (its processor tiles the image),
 instance segmenters, promptable segmenters (SAM), keypoint models and
 image-to-image models are
 listed but not run yet: each is `EXCLUDED` as `unsupported-task`, saying what

@@ -152,6 +152,7 @@ OVERRIDES = {
     "granitemoehybrid": dict(layer_types=["linear_attention", "full_attention"]),  # the same: real Granite 4 hybrids mix both
     "whisper": dict(begin_suppress_tokens=None, suppress_tokens=None),  # its defaults suppress ids of its 51,865-token vocabulary
     **dict.fromkeys(("swin", "swinv2", "donut-swin", "maskformer-swin"), dict(num_heads=[2, 4], hidden_size=128)),  # heads per stage (3 and 6 do not divide 64), and the width of its last stage (64 × 2)
+    **dict.fromkeys(("grounding-dino", "mm-grounding-dino"), lambda s: dict(backbone_config=four_stage_swin(s))),   # their Swin's four stages, of which their encoder reads the last three
     "swin2sr": dict(num_heads=[2, 2]),  # heads per stage: its 6 do not divide 64
     **dict.fromkeys(("mask2former", "maskformer"), lambda s: dict(backbone_config=four_stage_swin(s))),   # their Swin's four stages, which their pixel decoders read
     "oneformer": lambda s: dict(hidden_dim=64 * s, conv_dim=64 * s, mask_dim=64 * s, backbone_config=four_stage_swin(s)),
@@ -715,10 +716,10 @@ def audio_processor(model_type:str, dest:Path, ctc:bool):
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ec9e42cc
 def zero_shot_processor(model_type:str, dest:Path, cls_name:str|None=None):
-    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest`; given the class, the tokenizer cut to its text tower's positions (OWL's 16 tokens a query, as its checkpoints' tokenizers are: its processor pads every query to the tokenizer's length)."
+    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest` (or, for a BERT text tower, MiniLM's WordPiece: Grounding DINO's model reads BERT's ids of [CLS], [SEP] and '.' as its prompt's delimiters); given the class, the tokenizer cut to its text tower's positions (OWL's 16 tokens a query, as its checkpoints' tokenizers are: its processor pads every query to the tokenizer's length)."
     pcls, icls = image_text_classes(model_type)
-    tok = clip_tokenizer(dest)
     text = (config_class(model_type, cls_name)().to_dict().get("text_config") or {}) if cls_name else {}
+    tok = wordpiece_tokenizer() if text.get("model_type") == "bert" else clip_tokenizer(dest)
     if isinstance(text.get("max_position_embeddings"), int): tok.model_max_length = min(tok.model_max_length, text["max_position_embeddings"])
     return pcls(image_processor=icls(), tokenizer=tok)
 

@@ -45,6 +45,15 @@ def mask_class_logits(out, # a universal segmenter's output: a class for each qu
     masks = out.masks_queries_logits[0].detach().float().cpu().sigmoid()
     return torch.einsum("qc,qhw->chw", classes, masks).clamp_min(1e-30).log()
 
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #cae7a4fa
+def phrase_logits(logits:torch.Tensor, # [boxes, tokens]: a grounding detector's score of each box against each token of its prompt (-inf past the prompt)
+                  input_ids:torch.Tensor, # [tokens]: the prompt, its queries joined by '.' ("cat. eye. ear. dog.")
+                 )->torch.Tensor: # [boxes, queries]
+    "A grounding detector's logits as a query detector's: each box's logit for each query, the largest of its tokens', the tokens grouped by the delimiters between them as transformers' Grounding DINO groups them (`build_label_maps`)."
+    from transformers.models.grounding_dino.modeling_grounding_dino import build_label_maps
+    spans = build_label_maps(logits[None], input_ids[None])[0].bool()   # [queries, tokens]
+    return torch.stack([logits[:, span].max(-1).values for span in spans], -1)
+
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #52695b8e
 COMPARED = 2 # the version of what `vision_output` keeps, in the reference cache's key: bumped when it changes, so that no cached reference of the old parts meets a run's new ones (2: a tower's states per tile as rows)
 
@@ -56,7 +65,9 @@ def vision_output(out, # the model's output
     if runner in ("run_image_classifier", "run_semantic_segmentation"): return {"logits": f(out.logits[0])}   # a segmenter's: [labels, h, w]
     if runner == "run_image_encoder": return {"rows": embedding_rows(out)}
     if runner == "run_depth_estimation": return {"depth": f(out.predicted_depth[0])}   # [H, W], at the processor's size
-    if runner in ("run_object_detection", "run_zero_shot_detection"): return {"logits": f(out.logits[0]), "boxes": f(out.pred_boxes[0])}   # [queries, labels (+ no object)] or [boxes, text queries], [queries, 4]
+    if runner in ("run_object_detection", "run_zero_shot_detection"):   # [queries, labels (+ no object)] or [boxes, text queries], [queries, 4]
+        logits = out.logits[0] if getattr(out, "input_ids", None) is None else phrase_logits(out.logits[0], out.input_ids[0])   # Grounding DINO's: its prompt's tokens
+        return {"logits": f(logits), "boxes": f(out.pred_boxes[0])}
     if runner == "run_universal_segmentation": return {"logits": mask_class_logits(out)}
     return {"logits": f(out.logits_per_image[0]), "image_embeds": f(out.image_embeds[0]).reshape(1, -1), "text_embeds": f(out.text_embeds)}
 
