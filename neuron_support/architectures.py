@@ -116,6 +116,7 @@ def culprit(run:dict, # a run's row
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
+    if outcome.get("cpu_kernel"): return "cpu-kernel" if run.get("device") == "cpu" else "device"   # the CPU's bf16 misread by its own kernel: on the CPU the failure is that kernel's; a device's is its own
     shared = cpu_fails_too(run.get("cpu_eager"))
     if run.get("cpu_eager") == "ok" or result == "FAIL(output)" and not shared: return "device"
     if not shared: return "undetermined"

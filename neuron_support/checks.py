@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['NEAR_TIE_NATS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'BF16_DRIFT_FACTOR', 'near_tie', 'fingerprint', 'reference_file',
-           'save_reference', 'load_reference', 'cpu_references', 'quoted', 'compare_predictions', 'label_name',
-           'check_hidden_states', 'check_score', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
+           'save_reference', 'load_reference', 'cpu_references', 'KernelWatch', 'quoted', 'compare_predictions',
+           'label_name', 'check_hidden_states', 'check_score', 'top_k', 'top_k_shared', 'check_classifier',
+           'ranking_steps']
 
 # %% ../nbs/09_checks.ipynb #87029c5c
 import gc, hashlib, json, math, os, time
@@ -94,6 +95,32 @@ def cpu_references(key:dict, # what the references depend on: the plan's referen
         value["compute_seconds"] = time.time() - start
         if file is not None: save_reference(file, value)
     return {"fp32": value["fp32"], "bf16": value["bf16"], "cached": cached}
+
+# %% ../nbs/09_checks.ipynb #88f84e9e
+def grid_sample_misreads()->bool:
+    "Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous: random values laid out as deformable attention lays them (transposed from a sequence) sample otherwise than the same values made contiguous."
+    g = torch.Generator().manual_seed(0)
+    value = torch.randn(1, 56 * 56, 4, 16, generator=g).bfloat16().flatten(2).transpose(1, 2).reshape(4, 16, 56, 56)   # at 8 x 8 the kernel reads right
+    grid = (torch.rand(4, 100, 4, 2, generator=g) * 2 - 1).bfloat16()
+    with torch.inference_mode(): laid, contiguous = (torch.nn.functional.grid_sample(v, grid, align_corners=False) for v in (value, value.contiguous()))
+    return not torch.equal(laid.nan_to_num(), contiguous.nan_to_num())
+
+# %% ../nbs/09_checks.ipynb #3739f7a7
+CPU_KERNEL_DEFECTS = { # torch function -> (whether its call reaches the defect, whether this torch has it, what it does): kernels whose failure is the CPU's
+    torch.nn.functional.grid_sample: (lambda input, *args, **kwargs: input.device.type == "cpu" and input.dtype == torch.bfloat16 and not input.is_contiguous(),
+                                      grid_sample_misreads, "torch's CPU grid_sample in bf16 misreads an input that is not contiguous")}
+
+# %% ../nbs/09_checks.ipynb #691df9d3
+class KernelWatch(torch.overrides.TorchFunctionMode):
+    "Around a call: `seen` lists what each CPU kernel of `CPU_KERNEL_DEFECTS` that the call reached with a misread input does, where this torch has the defect."
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        reaches, present, said = CPU_KERNEL_DEFECTS.get(func, (None, None, None))
+        if said and said not in self.seen and reaches(*args, **kwargs) and present(): self.seen.append(said)
+        return func(*args, **kwargs)
 
 # %% ../nbs/09_checks.ipynb #b85e0438
 def quoted(text:str, limit:int=40)->str:
