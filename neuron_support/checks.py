@@ -9,7 +9,7 @@ __all__ = ['NEAR_TIE_NATS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'BF16_DRIFT_FACT
            'ranking_steps']
 
 # %% ../nbs/09_checks.ipynb #87029c5c
-import gc, hashlib, json, math, os, time
+import functools, gc, hashlib, json, math, os, subprocess, sys, time
 from pathlib import Path
 import torch
 
@@ -97,13 +97,21 @@ def cpu_references(key:dict, # what the references depend on: the plan's referen
     return {"fp32": value["fp32"], "bf16": value["bf16"], "cached": cached}
 
 # %% ../nbs/09_checks.ipynb #88f84e9e
+GRID_SAMPLE_PROBE = """
+import torch
+g = torch.Generator().manual_seed(0)
+value = torch.randn(1, 56 * 56, 4, 16, generator=g).bfloat16().flatten(2).transpose(1, 2).reshape(4, 16, 56, 56)   # at 8 x 8 the kernel reads right
+grid = (torch.rand(4, 100, 4, 2, generator=g) * 2 - 1).bfloat16()
+with torch.inference_mode(): laid, contiguous = (torch.nn.functional.grid_sample(v, grid, align_corners=False) for v in (value, value.contiguous()))
+print("misreads" if not torch.equal(laid.nan_to_num(), contiguous.nan_to_num()) else "reads right")
+""" # random values laid out as deformable attention lays them (transposed from a sequence), sampled as they are and made contiguous
+
+# %% ../nbs/09_checks.ipynb #12bc380a
+@functools.cache
 def grid_sample_misreads()->bool:
-    "Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous: random values laid out as deformable attention lays them (transposed from a sequence) sample otherwise than the same values made contiguous."
-    g = torch.Generator().manual_seed(0)
-    value = torch.randn(1, 56 * 56, 4, 16, generator=g).bfloat16().flatten(2).transpose(1, 2).reshape(4, 16, 56, 56)   # at 8 x 8 the kernel reads right
-    grid = (torch.rand(4, 100, 4, 2, generator=g) * 2 - 1).bfloat16()
-    with torch.inference_mode(): laid, contiguous = (torch.nn.functional.grid_sample(v, grid, align_corners=False) for v in (value, value.contiguous()))
-    return not torch.equal(laid.nan_to_num(), contiguous.nan_to_num())
+    "Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous: `GRID_SAMPLE_PROBE`'s two samplings differ, or its process dies of the read (a signal); asked once a process, in a process of its own."
+    p = subprocess.run([sys.executable, "-c", GRID_SAMPLE_PROBE], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return p.returncode < 0 or p.stdout.strip() == "misreads"   # another failure (no torch, no memory) says nothing of the kernel
 
 # %% ../nbs/09_checks.ipynb #3739f7a7
 CPU_KERNEL_DEFECTS = { # torch function -> (whether its call reaches the defect, whether this torch has it, what it does): kernels whose failure is the CPU's
