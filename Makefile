@@ -21,7 +21,7 @@ demo: $(VENV)/.demo
 # one torch thread a process, as in a sweep: the notebooks' examples and pytest's two workers already fill two cores (tests/conftest.py)
 test: export OMP_NUM_THREADS ?= 1
 test: $(VENV)/.dev browser
-	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --dist worksteal --durations=15 tests
+	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --dist worksteal --durations=40 tests
 
 env: $(VENV)/.dev
 
