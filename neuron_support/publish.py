@@ -304,7 +304,7 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "settings": "the card's settings do not fit this architecture: the CPU fails with them too, and generates with transformers' own",
             "undetermined": "not determined: the CPU's eager repeat did not finish",
             "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs",
-            "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16 (`cpu_eager` says which), the CPU's own call too; a device lowers the call itself",
+            "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in the CPU's own call too, where a device lowers the call itself",
             "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)"} # whose a FAIL is (the `culprit` column)
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
