@@ -585,7 +585,9 @@ def run_plan(plan:dict,
         msg = memory_note(plan["memory_gb"]["run.py"], e)
         return {**res, "result": failure("other"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
     res.update({k: chk[k] for k in ("cpu_match", "english", "check", "reference_cached", "steps")}, details=chk.get("details") or {})
-    if chk.get("cpu_eager"): res["cpu_eager"] = chk["cpu_eager"]   # the check saw the CPU's own eager bf16 call spoil the output too (NaN): the CPU's failure, not the device's
+    if chk.get("cpu_eager"):   # the check saw the CPU's own eager bf16 call spoil the output too (NaN, a kernel's misread): the CPU's failure, not the device's
+        res["cpu_eager"] = chk["cpu_eager"]
+        say(f"the CPU fails too ({first_line(chk['cpu_eager'], 160)})")
     if chk.get("cpu_kernel"): res["cpu_kernel"] = chk["cpu_kernel"]   # ...and which of the CPU's own kernels misread it (`KernelWatch`)
     res["notes"] = setting_note + (first_line(chk.get("prediction") or out.get("text", "")) or f"(no visible text: {len(res['tokens'])} tokens of white space or special tokens)")
     res["result"] = "PASS" if chk["ok"] else failure("output")
