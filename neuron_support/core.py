@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['perturb_weights', 'compiled', 'compile_run', 'compiled_graphs', 'compile_cache_entries', 'timed', 'forward_twice',
-           'available_memory_bytes', 'reference_key', 'side_by_side']
+           'available_memory_bytes', 'reference_key']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -468,20 +468,6 @@ def save_images(images:dict, # {file name: [3, H, W] picture, or bytes: a file a
         if isinstance(image, bytes): open(os.path.join(out_dir, name), "wb").write(image)
         else: to_pil(image).save(os.path.join(out_dir, name))
     return list(images)
-
-# %% ../nbs/08_core.ipynb #d5e9e0cb
-def side_by_side(images:list, # [3, H, W] pictures or PIL images, of one height
-                 gap:int=8, # white pixels between two of them
-                 min_height:int=256): # smaller pictures are enlarged, pixel by pixel, to at least this height
-    "The pictures in a row, as one PIL image: for a notebook to show them together."
-    from PIL import Image
-    pils = [to_pil(i) if torch.is_tensor(i) else i for i in images]
-    k = max(1, -(-min_height // max(p.height for p in pils)))
-    pils = [p.resize((p.width * k, p.height * k), Image.NEAREST) for p in pils]
-    row = Image.new("RGB", (sum(p.width for p in pils) + gap * (len(pils) - 1), max(p.height for p in pils)), "white")
-    x = 0
-    for p in pils: row.paste(p, (x, 0)); x += p.width + gap
-    return row
 
 # %% ../nbs/08_core.ipynb #a99b63f0
 def settle_hub()->str: # "offline" (as told), "online", or "unreachable" (offline from now on)
