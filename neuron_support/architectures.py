@@ -18,7 +18,7 @@ from .registry import make_plan, library_stack, library_of, libraries
 from .plan import checkpoint_name
 from .script import render_run_py, script_identity
 from .publish import (CULPRITS, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE)
-from .sweep import sweep, SweepItem, run_folder
+from .sweep import sweep, SweepItem, run_folder, one_ray, ends_whole
 # Torch-free, as the sweep's driver is: the checkpoints are built by the library's `builder` in a process of its own.
 
 # %% ../nbs/24_architectures.ipynb #e62c9721
@@ -253,18 +253,19 @@ def architectures(library:str="transformers", # the library whose architectures 
         elif not unchanged(row, old): rows.append(row)
     todo = sum(i.decision == "run" for i in items)
     say(f"{len(manifest)} architecture{'s' * (len(manifest) != 1)}: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
-    try:
-        if todo:
-            with environment(HF_HUB_OFFLINE="1"):   # every checkpoint is a local folder: nothing to ask a Hub
-                to_run = [i for i in items if i.decision == "run"]   # the unchanged ones are said above, in this command's words
-                sweep(max_runs=len(to_run) if max_runs is None else max_runs, items=to_run, out_dir=work, time_limit=time_limit, stack=stack,
-                      address=address, slots=slots, parameters=PARAMETERS, stream=stream, prefetch_gb=0, report=False,
-                      names={i.model_id: f"{by_folder[checkpoint_name(i.model_id)]['model_type']}:{by_folder[checkpoint_name(i.model_id)]['class']}" for i in to_run})
-    finally:   # interrupted or not, the runs that ended are in the table (the sweep's journal resumes the rest)
-        rows += ended_rows(runs_of(work, pair), by_folder, stack, work, pair, counted=runs)
-        table = merge_architectures(table, rows)
-        write_atomic(path, architecture_bytes(table))
-    rows = check_wider(rows, library, stack, work, pair, root, say, time_limit=time_limit, address=address, slots=slots, stream=stream)
+    with ends_whole(), one_ray():   # one Ray for the runs and the wider checks' runs, started once and ended with this command's processes, as a sweep over libraries does
+        try:
+            if todo:
+                with environment(HF_HUB_OFFLINE="1"):   # every checkpoint is a local folder: nothing to ask a Hub
+                    to_run = [i for i in items if i.decision == "run"]   # the unchanged ones are said above, in this command's words
+                    sweep(max_runs=len(to_run) if max_runs is None else max_runs, items=to_run, out_dir=work, time_limit=time_limit, stack=stack,
+                          address=address, slots=slots, parameters=PARAMETERS, stream=stream, prefetch_gb=0, report=False,
+                          names={i.model_id: f"{by_folder[checkpoint_name(i.model_id)]['model_type']}:{by_folder[checkpoint_name(i.model_id)]['class']}" for i in to_run})
+        finally:   # interrupted or not, the runs that ended are in the table (the sweep's journal resumes the rest)
+            rows += ended_rows(runs_of(work, pair), by_folder, stack, work, pair, counted=runs)
+            table = merge_architectures(table, rows)
+            write_atomic(path, architecture_bytes(table))
+        rows = check_wider(rows, library, stack, work, pair, root, say, time_limit=time_limit, address=address, slots=slots, stream=stream)
     table = merge_architectures(table, rows)
     write_atomic(path, architecture_bytes(table))
     print(f"\n{summary(table)}\n\narchitecture table: {path}\nrun notebooks:      {work / 'runs' / pair}/")
