@@ -13,7 +13,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test env browser space clean-env
+.PHONY: demo test screenshots env browser space clean-env
 
 demo: $(VENV)/.demo
 	$(BIN)/neuron-support sweep --demo --out out
@@ -22,6 +22,12 @@ demo: $(VENV)/.demo
 test: export OMP_NUM_THREADS ?= 1
 test: $(VENV)/.dev browser
 	nbdev-test --skip-file-re '^run\.ipynb$$' && python3 -m pytest -q -n 2 --dist worksteal --durations=40 tests
+
+# the README's screenshots (docs/app-*.png) are the browser tests' own: `make test` leaves them in a temporary folder,
+# this writes them to docs/ (the app's tests, with the shared sweeps they read)
+screenshots: export OMP_NUM_THREADS ?= 1
+screenshots: $(VENV)/.dev browser
+	NEURON_SUPPORT_SCREENSHOTS=docs python3 -m pytest -q -n 2 --dist worksteal tests/test_app.py
 
 env: $(VENV)/.dev
 

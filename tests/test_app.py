@@ -12,7 +12,7 @@ The dataset uses the local Hub's model ids (tests/conftest.py), so that the app'
 ordered by the figures the same Hub serves, plus a model whose id, and notes and errors that hold HTML and a
 script: they must show as text, and the script must never run.
 """
-import json, os, re, shutil, socket, subprocess, sys, time, urllib.error, urllib.parse, urllib.request
+import json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.error, urllib.parse, urllib.request
 from urllib.parse import urlparse
 from pathlib import Path
 
@@ -29,6 +29,14 @@ ORG = "neuron-support-test"
 REPO = "neuron-support-test/app-dataset"
 TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes; a real one is never used here
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def shot(name: str) -> str:
+    """Where a browser test's screenshot goes: the README's docs/ when NEURON_SUPPORT_SCREENSHOTS=docs (`make screenshots`),
+    else a folder of its own under the system's temporary folder, so that `make test` leaves the checkout as it found it."""
+    folder = DOCS if os.environ.get("NEURON_SUPPORT_SCREENSHOTS") == "docs" else Path(tempfile.gettempdir()) / "neuron-support-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / name)
 PAIRS = ["neuronxcc-2.20.1.0/transformers-5.23.0", "neuronxcc-2.21.2.0/transformers-5.24.0",
          "neuronxcc-2.22.0.0/transformers-5.24.0"]
 EVIL = "evil/<script>window.__pwned=3</script>"
@@ -213,8 +221,7 @@ def test_main_view_shows_the_selection_in_rank_order(page):
     assert set(column(page, "pair")) == {PAIRS[-1]}
     assert page.locator("#models p").first.inner_text() == "4 models: 2 PASS, 1 FAIL(gen), 1 FAIL(forward)"
     assert page.locator("#devices").inner_text() == "Rows from: neuron"   # the three pairs are neuronxcc ones
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / "app-main.png"), full_page=True)
+    page.screenshot(path=shot("app-main.png"), full_page=True)
 
 
 def test_views_follow_the_hubs_downloads_and_trending(page):
@@ -292,7 +299,7 @@ def test_search_open_a_model_and_copy_its_script(page, dataset):
     assert not page.locator("#run-py").is_visible() and page.locator("#run-py").text_content() == row["run_py"]
     page.locator("#copy").click()
     page.wait_for_function("t => navigator.clipboard.readText().then(c => c === t)", arg=row["run_py"], timeout=5_000)
-    page.screenshot(path=str(DOCS / "app-model.png"), full_page=True)
+    page.screenshot(path=shot("app-model.png"), full_page=True)
     page.locator("#run-py-fold summary").click()   # a click opens the whole script
     page.locator("#run-py").wait_for(state="visible")
     assert not page.locator("#run-py-header").is_visible()
@@ -372,7 +379,7 @@ def test_regressions_and_charts(page, app_url):
         img = page.locator(f"{chart} img").first
         img.wait_for()
         assert page.evaluate("e => e.naturalWidth", img.element_handle()) > 300
-    page.screenshot(path=str(DOCS / "app-charts.png"), full_page=True)
+    page.screenshot(path=shot("app-charts.png"), full_page=True)
     page.goto(app_url + "compiler/?tab=failures")   # a tab opens from its address, filled
     page.locator("#causes [role=gridcell]").get_by_text(f"{ORG}/tiny-llama-d", exact=False).first.wait_for()
     assert page.get_by_role("tab", name="Failure causes").get_attribute("aria-selected") == "true"
@@ -646,7 +653,7 @@ def test_a_text_to_image_run_shows_its_pictures(browser, diffusers_url):
     assert pg.locator("#closeness").inner_text() == "PSNR 45.7 dB with fp32 (bf16 CPU 45.7 dB)"
     box = [pg.locator("#pictures img").nth(i).bounding_box() for i in (0, 1)]
     assert box[0]["y"] == box[1]["y"] and box[0]["x"] < box[1]["x"]   # side by side, the device's first
-    pg.screenshot(path=str(DOCS / "app-diffusers.png"), full_page=True)
+    pg.screenshot(path=shot("app-diffusers.png"), full_page=True)
     # a run that failed before it drew, and a model of another library: no pictures, and no image at all
     for model in (f"{ORG}/tiny-flux", ONE_MODEL):
         picture_page(pg, diffusers_url, model)
@@ -822,7 +829,7 @@ def test_a_dense_vision_models_page_shows_both_maps_beside_the_photograph(browse
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"{run}/image.png", f"{run}/image_cpu.png", f"{run}/input.png"]
     assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["cpu (aot_eager), bf16, compiled", "CPU fp32 reference", "the photograph it saw"]
     assert natural_widths(pg, "#pictures img") == [width, width, 224]   # fetched and decoded: the two maps (or drawings), and the photograph
-    pg.locator("#pictures").screenshot(path=str(DOCS / f"app-{name.removeprefix('tiny-').removesuffix('-depth').removesuffix('-ade')}.png"))
+    pg.locator("#pictures").screenshot(path=shot(f"app-{name.removeprefix('tiny-').removesuffix('-depth').removesuffix('-ade')}.png"))
     clean(pg)
     assert pg.outside == []
     pg.context.close()
