@@ -29,14 +29,6 @@ ORG = "neuron-support-test"
 REPO = "neuron-support-test/app-dataset"
 TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes; a real one is never used here
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-
-
-def shot(name: str) -> str:
-    """Where a browser test's screenshot goes: the README's docs/ when NEURON_SUPPORT_SCREENSHOTS=docs (`make screenshots`),
-    else a folder of its own under the system's temporary folder, so that `make test` leaves the checkout as it found it."""
-    folder = DOCS if os.environ.get("NEURON_SUPPORT_SCREENSHOTS") == "docs" else Path(tempfile.gettempdir()) / "neuron-support-screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / name)
 PAIRS = ["neuronxcc-2.20.1.0/transformers-5.23.0", "neuronxcc-2.21.2.0/transformers-5.24.0",
          "neuronxcc-2.22.0.0/transformers-5.24.0"]
 EVIL = "evil/<script>window.__pwned=3</script>"
@@ -50,6 +42,14 @@ CPU_FAILS_TOO = "IndexError: index out of range in self"  # tiny-bert's failure 
 SELECTION = (f"{ORG}/tiny-llama-c", f"{ORG}/tiny-llama-a", EVIL, f"{ORG}/tiny-bert")
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)")
+
+
+def shot(name: str) -> str:
+    """Where a browser test's screenshot goes: the README's docs/ when NEURON_SUPPORT_SCREENSHOTS=docs (`make screenshots`),
+    else a folder of its own under the system's temporary folder, so that `make test` leaves the checkout as it found it."""
+    folder = DOCS if os.environ.get("NEURON_SUPPORT_SCREENSHOTS") == "docs" else Path(tempfile.gettempdir()) / "neuron-support-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / name)
 
 
 def free_port() -> int:
