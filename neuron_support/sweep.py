@@ -192,10 +192,11 @@ def run_grace()->float:
 def execute_run(item:SweepItem, # the model
                 setting:RunSetting, # what the sweep's runs share
                 env:dict, # the child's environment
-               )->dict: # the run's row
+               )->dict|None: # the run's row; None when its sweep stopped it (not finished)
     "Execute one run in a killable child process and return its row."
     run_dir = setting.run_dir(item).resolve(); run_dir.mkdir(parents=True, exist_ok=True)
     tag, limit = str(run_dir), setting.time_limit + setting.grace
+    if sweep_stopping(): return None
     kill_run(tag)
     start, tested_at, error = time.time(), utc_now(), None
     with open(run_dir / "sweep.log", "ab") as log:
@@ -211,8 +212,10 @@ def execute_run(item:SweepItem, # the model
             kill_run(tag)
         finally:
             n = kill_run(tag); child.kill(); child.wait()
-            log.write(f"--- ended after {time.time() - start:.1f} s; {n} process(es) killed\n".encode())
-    row = finished_row(run_dir, start)
+            row = finished_row(run_dir, start)
+            stopped = row is None and sweep_stopping()   # asked once the run is dead: its sweep raised the flag before it killed
+            log.write(f"--- ended after {time.time() - start:.1f} s; {n} process(es) killed{STOPPED_NOTE if stopped else ''}\n".encode())
+    if stopped: return None
     if row is None:
         row = failure_row(item, setting.stack, setting.pair, run_dir, error or "the run ended without writing result.json", tested_at,
                           time.time() - start)
@@ -582,10 +585,14 @@ def summary(table, # the pair's table (a DataFrame)
 # %% ../nbs/20_sweep.ipynb #w9c00002
 SWEEP_TAG = "NEURON_SUPPORT_SWEEP" # the environment variable that marks every process a sweep starts
 
-WATCHDOG = """import sys
+WATCHDOG = """import contextlib, sys
+from pathlib import Path
 from neuron_support.processes import kill_run   # torch-free: the kill never waits for an import
 sys.stdin.buffer.read()   # returns when the sweep's end of the pipe closes: when the sweep ends, however it ends
+flag = Path(sys.argv[3])
+with contextlib.suppress(OSError): flag.touch()   # first: a task whose run this kills writes no row for it
 kill_run(sys.argv[1], var=sys.argv[2])
+flag.unlink(missing_ok=True)   # the sweep's processes are gone: none is left to ask
 """
 
 @contextlib.contextmanager
@@ -593,7 +600,7 @@ def ends_whole(): # yields the sweep's tag
     "Tag every process started in the block as this sweep's, and have a watchdog kill them when this process ends."
     if tag := os.environ.get(SWEEP_TAG): yield tag; return   # an outer sweep watches already
     tag, (r, w) = f"{os.getpid()}:{time.time_ns()}", os.pipe()   # w is not inherited: only this process holds it open
-    watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, tag, SWEEP_TAG], stdin=r, stdout=subprocess.DEVNULL,
+    watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, tag, SWEEP_TAG, str(stop_flag(tag))], stdin=r, stdout=subprocess.DEVNULL,
                                 start_new_session=True)   # started before the tag is set: it is not one of the sweep's processes
     os.close(r)
     try:
@@ -614,6 +621,24 @@ def sweep_lock(out_dir)->Path: # yields the lock file
     with lock:
         path.write_text(f"{os.getpid()}\n")   # the file the lock is on: what the next sweep names
         yield path
+
+# %% ../nbs/20_sweep.ipynb #w9c00011
+def stop_flag(tag:str)->Path:
+    "The file that says the sweep of this tag is stopping: raised before its runs are killed, removed by its watchdog."
+    return Path(tempfile.gettempdir()) / f"neuron-support-stopping-{tag.replace(':', '-')}"
+
+# %% ../nbs/20_sweep.ipynb #w9c00012
+STOPPED_NOTE = "; its sweep stopped while it ran: no verdict, the sweep's restart runs it again" # the run's sweep.log says so
+
+def sweep_stopping(env:dict=os.environ)->bool:
+    "Whether the sweep that tagged this process is stopping: its flag is raised. False where no sweep tagged it."
+    return bool(tag := env.get(SWEEP_TAG)) and stop_flag(tag).exists()
+
+# %% ../nbs/20_sweep.ipynb #w9c00013
+def stop_runs(run_dirs:list):
+    "Kill runs in flight because their sweep is stopping, its flag raised first: their tasks write no row, and a restart runs them again."
+    if tag := os.environ.get(SWEEP_TAG): stop_flag(tag).touch()   # the watchdog removes it, when the sweep's block ends
+    for d in run_dirs: kill_run(str(Path(d).resolve()))   # a run's tag is its folder, resolved (`execute_run`)
 
 # %% ../nbs/20_sweep.ipynb #4cd0fe3c
 def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None,
@@ -790,8 +815,11 @@ def run_all(todo:list, # SweepItems to run, in list order
                 for ref in ready:
                     it, t = pending.pop(ref)
                     try:
-                        row, files = ray.get(ref); bring_back(run_folder(out_dir, pair, it.model_id), files)
+                        row, files = ray.get(ref)
+                        if row is None: continue   # stopped with its sweep, which is ending: no row (`execute_run`)
+                        bring_back(run_folder(out_dir, pair, it.model_id), files)
                     except Exception as e:
+                        if sweep_stopping(): continue   # its worker killed because the sweep is stopping: no verdict either
                         d = run_folder(out_dir, pair, it.model_id)
                         row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {str(e).splitlines()[0][:300]}",
                                           utc_now(), time.time() - t)
@@ -804,7 +832,7 @@ def run_all(todo:list, # SweepItems to run, in list order
                     if progress.live: progress.say()  # the clocks of the block tick
                     shown = time.time()
         except BaseException:  # Ctrl-C, or the sweep itself failing: no run it started may outlive it on this host
-            for it, _ in pending.values(): kill_run(str(setting.run_dir(it)))
+            stop_runs([setting.run_dir(it) for it, _ in pending.values()])
             raise
         finally: fetch.stop.set()
 
