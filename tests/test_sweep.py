@@ -277,8 +277,9 @@ def test_ctrl_c_stops_the_runs_in_flight_without_a_verdict(tmp_path, probe_noteb
     out, log = tmp_path / "out", tmp_path / "out.log"
     script = tmp_path / "sweep_probe.py"
     script.write_text(SWEEP_SCRIPT.format(notebook=str(probe_notebook)))
-    proc = run_sweep_process(script, out, log, hold=600, start_new_session=True)   # runs that hold until stopped
-    deadline = time.time() + 180
+    ctrl_c_on = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)   # as in a terminal's foreground: a suite started in the background
+    proc = run_sweep_process(script, out, log, hold=600, start_new_session=True, preexec_fn=ctrl_c_on)   # (make test &) ignores SIGINT
+    deadline = time.time() + 180   # the runs hold until stopped
     while time.time() < deadline and set(executions(log)) != {"t/pass-1", "t/pass-2"}: time.sleep(0.2)   # both slots' runs started
     flying = sorted(executions(log))
     os.killpg(proc.pid, signal.SIGINT)   # what a terminal's Ctrl-C sends
