@@ -194,9 +194,9 @@ def execute_run(item:SweepItem, # the model
                 env:dict, # the child's environment
                )->dict|None: # the run's row; None when its sweep stopped it (not finished)
     "Execute one run in a killable child process and return its row."
+    if sweep_stopping(): return None   # a task Ray starts as its sweep stops: nothing to start
     run_dir = setting.run_dir(item).resolve(); run_dir.mkdir(parents=True, exist_ok=True)
     tag, limit = str(run_dir), setting.time_limit + setting.grace
-    if sweep_stopping(): return None
     kill_run(tag)
     start, tested_at, error = time.time(), utc_now(), None
     with open(run_dir / "sweep.log", "ab") as log:
