@@ -637,7 +637,8 @@ def sweep_stopping(env:dict=os.environ)->bool:
 # %% ../nbs/20_sweep.ipynb #w9c00013
 def stop_runs(run_dirs:list):
     "Kill runs in flight because their sweep is stopping, its flag raised first: their tasks write no row, and a restart runs them again."
-    if tag := os.environ.get(SWEEP_TAG): stop_flag(tag).touch()   # the watchdog removes it, when the sweep's block ends
+    if tag := os.environ.get(SWEEP_TAG):
+        with contextlib.suppress(OSError): stop_flag(tag).touch()   # as the watchdog does: no flag is no reason to leave runs running
     for d in run_dirs: kill_run(str(Path(d).resolve()))   # a run's tag is its folder, resolved (`execute_run`)
 
 # %% ../nbs/20_sweep.ipynb #4cd0fe3c
