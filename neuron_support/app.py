@@ -28,7 +28,8 @@ from .stack import UsageError, check_port
 from .facts import RESULTS
 from .processes import hub_answers
 from .checkpoint_files import untrusted_json, UntrustedJSON
-from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, printable, pairs)
+from .untrusted import printable
+from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, pairs, unchecked)
 
 # %% ../nbs/21_app.ipynb #5ef5064d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -46,17 +47,18 @@ DEFAULT_DATA = f"hf://datasets/{DATASET}"
 # %% ../nbs/21_app.ipynb #62d0954d
 def pair_files(data:str, # a dataset folder or hf://datasets/ORG/NAME
                folder:str="data", # "data": the models' tables; "architectures": the architecture tables (which a dataset may lack)
+               required:bool=True, # a dataset without the folder is a UsageError (else: no file)
               )->dict: # {pair: path}, the local path or the path in HfFileSystem
     "Every pair's table file in the dataset (or architecture table)."
     if repo := hub_repo(data):
         root = f"datasets/{repo}/{folder}/"
         try: found = HfFileSystem(endpoint=os.environ.get("HF_ENDPOINT")).glob(root + "*/*.parquet")
         except (FileNotFoundError, RepositoryNotFoundError):
-            if folder != "data": return {}
+            if not required: return {}
             raise UsageError(f"no dataset {repo} on {os.environ.get('HF_ENDPOINT', 'the Hub')}") from None
         return {p[len(root):-len(".parquet")]: p for p in sorted(found) if PAIR.fullmatch(p[len(root):-len(".parquet")])}
     root = Path(data) / folder
-    if not root.is_dir() and folder != "data": return {}
+    if not root.is_dir() and not required: return {}
     if not root.is_dir(): raise UsageError(f"no dataset at {data}: expected a folder holding data/<compiler key>/<library>-<version>.parquet")
     return {p: root / f"{p}.parquet" for p in pairs(data, folder)}
 
@@ -74,9 +76,11 @@ def read_pair(path, # a local path, or a path in HfFileSystem
 
 # %% ../nbs/21_app.ipynb #6b01a1c1
 def load_tables(data:str, # a dataset folder or hf://datasets/ORG/NAME
+                required:bool=True, # a dataset without a models' table is a UsageError (else: no row)
                )->pd.DataFrame: # every pair's rows, with a `pair` column
     "All the dataset's tables as one frame."
-    files = pair_files(data)
+    files = pair_files(data, "data", required)
+    if not files and not required: return empty_table().assign(pair=pd.Series(dtype=object))
     if not files: raise UsageError(f"no table in {data}: nothing to show")
     return pd.concat([read_pair(p).assign(pair=pair) for pair, p in files.items()], ignore_index=True)
 
@@ -84,7 +88,7 @@ def load_tables(data:str, # a dataset folder or hf://datasets/ORG/NAME
 def load_architectures(data:str, # a dataset folder or hf://datasets/ORG/NAME
                       )->pd.DataFrame: # every pair's architecture rows, with a `pair` column; none when the dataset has no architecture table
     "All the dataset's architecture tables as one frame."
-    files = pair_files(data, "architectures")
+    files = pair_files(data, "architectures", required=False)
     frames = [read_pair(p, "architectures").assign(pair=pair) for pair, p in files.items()]
     return pd.concat(frames, ignore_index=True) if frames else architecture_frame([]).assign(pair=pd.Series(dtype=object))
 
@@ -339,9 +343,11 @@ def text_of(value)->str:
 
 # %% ../nbs/21_app.ipynb #f3b3eb97
 def check_text(row:pd.Series)->str:
-    "The output check's verdict, in words."
-    if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}"
+    "The output check's verdict, in words: the CPU's or the judge's, and why none ran where none did."
+    said = text_of(row.get("check"))
+    if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}" + (f"; {said}" if said not in ("", "cpu") else "")   # a reference that took sdpa says so
     if text_of(row.english): return f"english (judge): {row.english}"
+    if said.startswith(("none", "failed")): return f"no output check: {said}"
     return "no output check" if row.result != "EXCLUDED" else "not run"
 
 # %% ../nbs/21_app.ipynb #f01aea92
@@ -602,6 +608,7 @@ def section_of(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, re
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
     return dict(summary=view_summary(rows, models=len(set(self.col["model_id"][rows]))), split=sorted(zip(found, map(int, n)), key=lambda x: list(RESULTS).index(x[0])),
+                unchecked=int(unchecked(self.df.iloc[rows]).sum()) if len(rows) else 0,   # passes whose check could not run, counted apart
                 about=self.overview_note(rows, task, runner, result, pair, q, library) if view == OVERVIEW else None,
                 table=t, links=[model_link(m) for m in t.model])
 
@@ -1028,6 +1035,11 @@ def web_app(self:Results)->"fastapi.FastAPI":
                                 headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
         return Response("not found", 404, media_type="text/plain")
 
+    if not self.pairs:   # an architecture table alone: no models' tables to compare yet
+        @app.get("/compiler")
+        def compiler(): return answer(lambda: (404, render("bad_request.html", devices=self.devices,
+                                                            error="No table of models yet: the compiler's view compares the tables of models of two pairs, and this dataset holds architecture tables only.")))
+        return app
     gr = quiet_gradio()
     return gr.mount_gradio_app(app, self.compiler_view(), "/compiler", footer_links=[], run_history=False, ssr_mode=False,
                                mcp_server=False, app_kwargs={"middleware": [Middleware(GradioAssets)]})
@@ -1042,9 +1054,10 @@ def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/
                  popularity:bool|None=None, # ask the Hub for downloads and trending scores (None: see wants_popularity)
                 )->Results:
     "The dataset's tables and architecture tables, in memory, with the runs' pictures listed, and the Hub's popularity figures when it answers."
-    df = load_tables(data)
+    arch = load_architectures(data)
+    df = load_tables(data, required=not len(arch))   # an architecture table alone is a dataset too: its pages, and the answer for any model, have something to show
     pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
-    return Results(df, pop, source=str(data), pictures=picture_files(data), architectures=load_architectures(data))
+    return Results(df, pop, source=str(data), pictures=picture_files(data), architectures=arch)
 
 # %% ../nbs/21_app.ipynb #85089ee2
 def serve_app(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/NAME

@@ -17,7 +17,7 @@ from .facts import MAX_NEW_TOKENS
 from .registry import make_plan, library_stack, library_of, libraries
 from .plan import checkpoint_name
 from .script import render_run_py, script_identity
-from .publish import (CULPRITS, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE)
+from .publish import (CULPRITS, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE, unchecked)
 from .sweep import sweep, SweepItem, run_folder, one_ray, ends_whole
 # Torch-free, as the sweep's driver is: the checkpoints are built by the library's `builder` in a process of its own.
 
@@ -116,6 +116,7 @@ def culprit(run:dict, # a run's row
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
+    if outcome.get("culprit") == "harness": return "harness"   # the check itself raised: nothing was compared (`guarded_check`)
     if outcome.get("cpu_kernel"): return "cpu-kernel" if run.get("device") == "cpu" else "device"   # the CPU's bf16 misread by its own kernel: on the CPU the failure is that kernel's; a device's is its own
     shared = cpu_fails_too(run.get("cpu_eager"))
     if run.get("cpu_eager") == "ok" or result == "FAIL(output)" and not shared: return "device"
@@ -124,7 +125,7 @@ def culprit(run:dict, # a run's row
     return "transformers" if library == "transformers" else "library"   # timm's checkpoints are its own sizes: no wider build tells more
 
 # %% ../nbs/24_architectures.ipynb #700e0aad
-RUN_COLUMNS = ("runner", "result", "cpu_eager", "graph_breaks", "graph_break", "error_signature", "error", "notes", "compile_s", "graphs", "wall_s",
+RUN_COLUMNS = ("runner", "result", "cpu_eager", "check", "graph_breaks", "graph_break", "error_signature", "error", "notes", "compile_s", "graphs", "wall_s",
                "tested_at", "run_py") # what an architecture's row takes from its run's row
 
 def architecture_row(entry:dict, # a manifest entry
@@ -194,9 +195,10 @@ def check_wider(rows:list, # the architecture rows this invocation made
 
 # %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
-    "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute: the harness's own failures (none expected)."
+    "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute, and those whose check raised anywhere: the harness's own failures (none expected)."
     shared = table.cpu_eager.map(cpu_fails_too).astype(bool)   # an output the CPU's eager bf16 call spoils too is the CPU's
-    return table[(table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")]
+    cpu = (table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")
+    return table[cpu | (table.culprit == "harness")]
 
 # %% ../nbs/24_architectures.ipynb #8b5a57ae
 def summary(table:pd.DataFrame)->str:
@@ -205,8 +207,9 @@ def summary(table:pd.DataFrame)->str:
     grid = pd.crosstab([table.group.fillna("-"), table.runner.fillna("-")], table.result, margins=True, margins_name="all")
     grid.index.names, grid.columns.name = ["group", "runner"], None
     lines = [f"{len(table)} architecture{'s' * (len(table) != 1)}", "", grid.to_string()]
+    if blind := int(unchecked(table).sum()): lines += ["", f"{blind} of the PASS rows unchecked: the CPU could not hold the reference (`check`: none)"]
     hf = harness_failures(table)
-    lines += ["", f"harness failures (a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
+    lines += ["", f"harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
     lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.error_signature)[:120]}" for _, r in hf.iterrows()]
     fails = table[table.result.str.startswith("FAIL")]
     if len(fails):

@@ -98,8 +98,9 @@ def cmd_run(args):
     from neuron_support.script import run_model
     from neuron_support.sweep import run_folder
     from neuron_support.publish import add_rows, table_path, drawn_files
-    from neuron_support.plan import model_source
-    stack, out, model = stack_from(args), out_folder(args.out), model_source(args.model_id)   # a folder by its absolute path: the notebook runs elsewhere
+    from neuron_support.plan import model_source, outside_checkpoint
+    stack, model = stack_from(args), model_source(args.model_id)   # a folder by its absolute path: the notebook runs elsewhere
+    out = out_folder(outside_checkpoint(args.out, model))   # never inside the checkpoint it runs
     pair = pair_key(stack)
     run_dir = run_folder(out, pair, model)
     row = run_model(model, run_dir, revision=args.revision, cores=args.cores, device=stack.device, library=stack.library,

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['bf16_weight_bytes', 'pickle_weight_bytes', 'Checkpoint', 'info_checkpoint', 'file_sizes', 'checkpoint_weight_bytes',
-           'model_source', 'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan', 'plan_cores',
-           'plan_record']
+           'model_source', 'outside_checkpoint', 'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan',
+           'plan_cores', 'plan_record']
 
 # %% ../nbs/04_plan.ipynb #e8e676af
 import functools, hashlib, json
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 from .stack import UsageError, Stack, GiB, detect_stack
 from .facts import MAX_CORES
+from .untrusted import one_line
 
 # %% ../nbs/04_plan.ipynb #a290ea6f
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -160,8 +161,9 @@ def checkpoint_weight_bytes(ck:Checkpoint, config:dict)->tuple: # (bf16 bytes, e
 def model_source(model_id:str, # what a user gave: a Hub id, or a folder (absolute, or relative to the current folder)
                 )->str: # a local folder's absolute path, or the Hub id
     "What a model argument names: a folder here, by its absolute path, when one exists at that path; else a Hub id, checked; else a UsageError."
-    text = str(model_id).strip()
-    if not text: raise UsageError("empty model id")
+    if not str(model_id).strip(): raise UsageError("empty model id")
+    if (given := Path(str(model_id)).expanduser()).is_dir(): return str(given.resolve())   # a folder's name may end in a space: taken as given
+    text = str(model_id).strip()   # a Hub id, typed with stray spaces
     path = Path(text).expanduser()
     if path.is_dir(): return str(path.resolve())
     if path.exists(): raise UsageError(f"{text!r} is a file: give a checkpoint folder or a Hub model id")
@@ -175,10 +177,22 @@ LOCAL = "local:" # how a local checkpoint's name begins (no Hub id holds a colon
 
 def checkpoint_name(model_id:str, # a plan's model id: a Hub id, or a local folder's absolute path (as model_source gives it)
                    )->str: # the name its row, its run.py and its run's folder use
-    "A Hub id as it is; a local folder as `local:<its name>-<8 hex digits of its path's hash>`: stable, and telling nothing of this machine's folders."
+    "A Hub id as it is; a local folder as `local:<its name as one line>-<8 hex digits of its path's hash>`: stable, one line of data, and telling nothing of this machine's folders."
     if not Path(model_id).is_absolute(): return model_id
     folder = Path(model_id).resolve()   # the same folder by any of its paths
-    return f"{LOCAL}{folder.name}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+    return f"{LOCAL}{one_line(folder.name)}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+
+# %% ../nbs/04_plan.ipynb #62b93ada
+def outside_checkpoint(out, # the output folder a run or a sweep writes
+                       source:str, # what the model argument names (`model_source`): a Hub id, or a local folder's absolute path
+                       flag:str="--out", # the option that named `out`, for the message
+                      )->Path: # `out`, where it is not inside the checkpoint's folder
+    "The output folder, refused where it lies inside the local checkpoint's folder (or is that folder)."
+    if not Path(source).is_absolute(): return Path(out)
+    where, folder = Path(out).resolve(), Path(source).resolve()
+    if where == folder or folder in where.parents:
+        raise UsageError(f"{flag} {out} is inside the checkpoint folder {checkpoint_name(source)}: a run there would become part of the checkpoint; give {flag} a folder outside it")
+    return Path(out)
 
 # %% ../nbs/04_plan.ipynb #4180923e
 def find_checkpoint(model_id:str, revision:str|None=None)->Checkpoint:
@@ -266,6 +280,7 @@ class Plan:
     parallel: str           # "" on one core, else "tp" (tensor parallel) or "ep" (expert parallel)
     inputs: dict            # what the runner feeds the model
     uses_chat_template: bool = False
+    note: str = ""          # what every row of this plan's runs says first: how the plan read the checkpoint where it did not as declared (a class that does not exist)
 
     @property
     def capacity_gb(self)->float: return round(self.cores * self.core_gb, 3)

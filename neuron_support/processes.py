@@ -8,6 +8,7 @@ __all__ = ['first_line']
 # %% ../nbs/07_processes.ipynb #583562b0
 import os, signal, sys, time, urllib.error, urllib.request
 from pathlib import Path
+from .untrusted import one_line
 
 # %% ../nbs/07_processes.ipynb #k4a00002
 RUN_TAG = "NEURON_SUPPORT_RUN" # the environment variable that marks every process of one run
@@ -71,7 +72,7 @@ def run_tag()->str:
 # %% ../nbs/07_processes.ipynb #5685ca06
 def first_line(text:str, limit:int=200)->str:
     "The start of a text for the `notes` column: its first line, cut."
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    line = one_line((text or "").strip().splitlines()[0]) if (text or "").strip() else ""
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 # %% ../nbs/07_processes.ipynb #k4a00007

@@ -22,6 +22,7 @@ from .stack import UsageError, Stack, write_atomic, VERSION_COLUMNS
 from .facts import RESULTS
 from .registry import libraries
 from .plan import LOCAL
+from .untrusted import one_line, printable, scrub_paths, scrubbed_text, machine_folders
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError, EntryNotFoundError, HFValidationError
 from huggingface_hub import HfApi, CommitOperationAdd, CommitOperationDelete, hf_hub_download
 from huggingface_hub.utils import validate_repo_id
@@ -112,7 +113,7 @@ def error_signature(message:str, # the full exception message
     "A normalized form of an error, the same for failures that differ only in numbers and names."
     s = re.sub(r"https?://\S+", "<url>", message or "")
     s = re.sub(r"0x[0-9a-fA-F]+", "<addr>", s)
-    s = re.sub(r"(?<![\w.<>])(?:~|\.{1,2})?(?:/[\w.@+~=-]+)+/?", "<path>", s)
+    s = re.sub(r"(?<![\w.<>])(?:<[a-z-]+>|~|\.{1,2})?(?:/[\w.@+~=-]+)+/?", "<path>", s)   # a scrubbed path's placeholder too (`scrub_paths`)
     if model_id:
         s = s.replace(model_id, "<model>")
         name = model_id.rstrip("/").split("/")[-1]
@@ -127,13 +128,16 @@ def error_signature(message:str, # the full exception message
 
 # %% ../nbs/17_publish.ipynb #p8a00002
 STACK_COLUMNS = VERSION_COLUMNS # the stack's version columns of a row
-VERBATIM_COLUMNS = ("model_id", "run_py") # text columns kept byte for byte: the key, and the script that ran
-ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+VERBATIM_COLUMNS = ("model_id", "run_py") # text columns kept byte for byte: the key (a Hub id, or `checkpoint_name`'s one line), and the script that ran
+LINES_COLUMNS = ("error",) # text columns that keep their lines: the whole message, its traceback
 
 # %% ../nbs/17_publish.ipynb #55e30291
-def printable(text:str)->str:
-    "`text` without terminal escape sequences and control characters (line breaks and tabs stay)."
-    return ESCAPES.sub("", text)
+def row_text(column:str, # the column
+             text:str, # its value
+             folders:dict|None=None, # machine_folders() (None: asked now)
+            )->str: # the value as the table holds it
+    "A row's text as the table holds it: one line of data (an error's lines kept, each one line), and no folder of this machine."
+    return scrub_paths(printable(text) if column in LINES_COLUMNS else one_line(text), folders)
 
 # %% ../nbs/17_publish.ipynb #e12f4446
 def stack_columns(stack:Stack)->dict:
@@ -147,11 +151,12 @@ def table_row(model_id:str, # the model
               stack:Stack|None=None, # the stack it ran on (None: the caller gives those columns)
               **columns, # any other column
              )->dict: # every column of the table, in order
-    "One row of the table: the stack's columns, then the given ones; the rest empty; text made printable; an error's signature derived."
+    "One row of the table: the stack's columns, then the given ones; the rest empty; text as the table holds it (`row_text`); an error's signature derived."
     if unknown := sorted(set(columns) - set(COLUMNS)): raise ValueError(f"not a column of the table: {unknown[0]!r}")
     if result not in RESULTS: raise ValueError(f"not a result: {result!r} (expected one of {', '.join(RESULTS)})")
     row = dict.fromkeys(COLUMNS) | (stack_columns(stack) if stack else {}) | {"model_id": model_id, "result": result} | columns
-    row |= {k: printable(v) for k, v in row.items() if isinstance(v, str) and k not in VERBATIM_COLUMNS}
+    folders = machine_folders()
+    row |= {k: row_text(k, v, folders) for k, v in row.items() if isinstance(v, str) and k not in VERBATIM_COLUMNS}
     if row["error"] and row["error_signature"] is None: row["error_signature"] = error_signature(row["error"], model_id)
     return row
 
@@ -187,6 +192,21 @@ def synthetic_row(model_id:str, # a Hub id
         compile_s=None if excluded else 4.0, tokens_per_s=None if excluded else 30.0,
         notebook=None if excluded else f"runs/{pair}/{org_name}/run.ipynb",
         check=None if excluded or fail else "cpu", reference_cached=None if excluded or fail else False), **overrides})
+
+# %% ../nbs/17_publish.ipynb #a4ed833b
+def scrub_table(t:pd.DataFrame, # a pair's table, or an architecture table
+                folders:dict|None=None, # machine_folders() (None: asked now)
+               )->pd.DataFrame: # the same rows, their text scrubbed
+    "A table whose text columns, but the key and the script, name no folder of this machine (`scrub_paths`): rows written before the rule, or on another machine, are published clean too."
+    folders = machine_folders() if folders is None else folders
+    text = [c for c in t.columns if c not in VERBATIM_COLUMNS and pd.api.types.is_string_dtype(t[c])]
+    return t.assign(**{c: t[c].map(lambda v: scrub_paths(v, folders)) for c in text})
+
+# %% ../nbs/17_publish.ipynb #3f096365
+def unchecked(t:pd.DataFrame, # a pair's table, or an architecture table
+             )->pd.Series: # a boolean per row
+    "The `PASS` rows whose output check did not run (`check` says `none (why)`)."
+    return (t.result == "PASS") & t.check.fillna("").str.startswith("none").astype(bool)
 
 # %% ../nbs/17_publish.ipynb #de9c4ee0
 PAIR = re.compile(r"[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*-[\w.+]+")
@@ -305,10 +325,12 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "undetermined": "not determined: the CPU's eager repeat did not finish",
             "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs",
             "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in the CPU's own call too, where a device lowers the call itself",
-            "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)"} # whose a FAIL is (the `culprit` column)
+            "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)",
+            "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so nothing was compared"} # whose a FAIL is (the `culprit` column)
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
     pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),
+    pa.field("check", pa.string()), # which output check ran: `cpu`, the judge, or `none (why)` (a PASS the card lets stand unchecked)
     pa.field("settings", pa.string()), pa.field("graph_breaks", pa.int64()), pa.field("graph_break", pa.string()),
     pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
     pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),
@@ -335,7 +357,7 @@ def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's 
     if "tested_at" in df:   # a run's row holds a time, a SKIP row made now its ISO text: one column of times
         try: df["tested_at"] = pd.to_datetime(df["tested_at"], utc=True, format="ISO8601")
         except (ValueError, TypeError) as e: raise UsageError(f"column 'tested_at' holds something that is not a time: {str(e).splitlines()[0]}") from None
-    return validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS)
+    return scrub_table(validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS))   # a refusal's notes quote the checkpoint's folder
 
 # %% ../nbs/17_publish.ipynb #6b09df7b
 def merge_architectures(old:pd.DataFrame, new_rows)->pd.DataFrame:
@@ -464,12 +486,14 @@ def dataset_files(data_dir, # the dataset folder
     left_out = {n for t in tables.values() for n in t.notebook[~t.index.isin(public_rows(t).index)].dropna()}   # their run folders' notebooks
     tables = {p: public for p, t in tables.items() if len(public := public_rows(t))}
     architectures = read_architecture_tables(root) if architectures is None else architectures
+    folders = machine_folders()   # whoever wrote them, what goes up names no folder of this machine
     files = {"README.md": render_card(tables, repo, architectures=architectures).encode(),
-             **{f"data/{p}.parquet": table_bytes(t) for p, t in sorted(tables.items())},
-             **{f"architectures/{p}.parquet": architecture_bytes(t) for p, t in sorted(architectures.items())}}
+             **{f"data/{p}.parquet": table_bytes(scrub_table(t, folders)) for p, t in sorted(tables.items())},
+             **{f"architectures/{p}.parquet": architecture_bytes(scrub_table(t, folders)) for p, t in sorted(architectures.items())}}
     for notebook in sorted(root.glob("runs/*/*/*/run.ipynb")):
         if notebook.parent.name.startswith(LOCAL) or notebook.relative_to(root).as_posix() in left_out: continue
-        for p in [notebook, *(notebook.parent / name for name in drawn_files(notebook.parent))]:
+        files[notebook.relative_to(root).as_posix()] = scrubbed_text(notebook.read_text(encoding="utf-8", errors="replace"), True, folders).encode()
+        for p in (notebook.parent / name for name in drawn_files(notebook.parent)):
             if p.is_file(): files[p.relative_to(root).as_posix()] = p.read_bytes()
     return files
 

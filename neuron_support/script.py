@@ -6,12 +6,13 @@
 __all__ = ['DEFAULT_TIME_LIMIT', 'render_run_py', 'execute_plan', 'make_row', 'run_model']
 
 # %% ../nbs/18_script.ipynb #56dec127
-import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re, shutil, signal, socket, subprocess, sys, sysconfig, tempfile, threading, time
+import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re, shlex, shutil, signal, socket, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
 from .stack import (UsageError, Stack, detect_stack, write_atomic, utc_now, environment, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS)
 from .facts import JUDGE_MODEL, failure
 from .plan import Plan, plan_record, model_source, checkpoint_name
 from .processes import RUN_TAG, HANDED_BY, run_tag, kill_run, die_with_parent, first_line
+from .untrusted import one_line, scrubbed, scrub_file
 from .registry import library_of, make_plan, library_stack
 from .publish import table_row, error_signature, drawn_files, OUTCOME_FILE
 
@@ -25,23 +26,28 @@ def plan_dict(plan:Plan, stack:Stack, time_limit:float=DEFAULT_TIME_LIMIT, pertu
     return {**d, "device": stack.device, "backend": stack.backend, "process_group": stack.process_group,
             "time_limit": time_limit, "perturb": perturb, "judge_model": judge_model}
 
+# %% ../nbs/18_script.ipynb #f370dcf5
+def literal(value)->str:
+    "A value of the plan as run.py's text shows it: a Python literal, one line whatever it holds, its quotes and backslashes escaped."
+    return repr(value)
+
 # %% ../nbs/18_script.ipynb #3b253ff7
 def render_header(plan:dict, stack:Stack, packages:list=())->str:
-    "The comment block at the top of run.py."
-    v = stack.versions
-    lines = ["#!/usr/bin/env python3", f"# neuron-support run of {plan['model_id']}" + (f" at revision {plan['revision']}" if plan['revision'] else ""),
-             f"# runner {plan['runner']} ({plan['head_class']}) on {plan['cores']} core(s) of {stack.device}, backend {stack.backend}",
+    "The comment block at the top of run.py: what a user or a checkpoint named, as a Python literal (`literal`); every line one line (`one_line`)."
+    v, name = stack.versions, literal(plan["model_id"])
+    lines = ["#!/usr/bin/env python3", f"# neuron-support run of {name}" + (f" at revision {literal(plan['revision'])}" if plan['revision'] else ""),
+             f"# runner {plan['runner']} ({literal(plan['head_class'])}) on {plan['cores']} core(s) of {stack.device}, backend {stack.backend}",
              "# stack: " + ", ".join(f"{k} {v.get(k) or '-'}" for k in DEVICE_VERSIONS),
              "#        " + ", ".join(f"{k} {v.get(k) or '-'}" for k in VERSION_COLUMNS if k not in DEVICE_VERSIONS),
              "# packages added on top of that stack:", "# pip install " + " ".join(added_packages(stack, packages)),
              ("# usage: python3 run.py [--checkpoint FOLDER] [--reference-cache DIR]   (FOLDER: the local checkpoint this run names "
-              f"{plan['model_id']}, by default the link `checkpoint` beside this file; the outcome is the last line of output, as JSON)" if plan.get("local") else
+              f"{name}, by default the link `checkpoint` beside this file; the outcome is the last line of output, as JSON)" if plan.get("local") else
               "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"),
              "# code: the modules " + ", ".join(m.removeprefix("neuron_support.") for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
              "#       less their imports of each other; the last line hands the library's RUNNERS and CHECKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
-    if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {hub}: rerun it with HF_ENDPOINT={hub} python3 run.py")
-    return "\n".join(lines) + "\n"
+    if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {literal(hub)}: rerun it with HF_ENDPOINT={shlex.quote(hub)} python3 run.py")
+    return "\n".join(map(one_line, lines)) + "\n"
 
 # %% ../nbs/18_script.ipynb #0b08cc2a
 def added_packages(stack:Stack, packages:list=())->list:
@@ -50,7 +56,7 @@ def added_packages(stack:Stack, packages:list=())->list:
     return pin + [p for p in packages if p not in pin]
 
 # %% ../nbs/18_script.ipynb #6691b570
-CARRIED_CORE = ("neuron_support.facts", "neuron_support.processes", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
+CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
 ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
@@ -110,7 +116,7 @@ def render_run_py(plan:Plan, # the plan
     return render_header(d, stack, packages) + plan_text + (module_text(stack.library, plan.runner) if module is None else module)
 
 # %% ../nbs/18_script.ipynb #s6a00004
-EXPLANATORY = ("fit",) # PLAN's values that explain, and change nothing that runs
+EXPLANATORY = ("fit", "note") # PLAN's values that explain, and change nothing that runs
 FACT_LINES = ("# stack:", "#        ", "# pip install") # header lines that state what the script runs on
 
 class Prose(ast.NodeTransformer):
@@ -260,6 +266,7 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
 
 # %% ../nbs/18_script.ipynb #464b1f50
 PROTECTED = tuple(PACKAGES.values()) # the stack's distributions: a run installs nothing over them
+PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.!+_-]*") # a requirement as run.py's `pip install` line names it: a name and its exact version
 
 def install_packages(packages:list, # requirement names
                      site:Path, # the run's own package folder
@@ -271,6 +278,7 @@ def install_packages(packages:list, # requirement names
                            capture_output=True, text=True)
         if r.returncode: return [], f"pip could not resolve {' '.join(packages)}: {(r.stderr or r.stdout).strip()[-400:]}"
         pins = [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in json.loads(report.read_text())["install"]]
+    if odd := [p for p in pins if not PIN.fullmatch(p)]: return [], f"pip's report names {one_line(odd[0])!r}, which is not a pinned requirement"   # a package's metadata is not ours
     if bad := [p for p in pins if p.split("==")[0].lower().replace("_", "-") in PROTECTED]:
         return [], f"installing {' '.join(packages)} would replace {', '.join(bad)} of the stack"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), *pins],
@@ -299,7 +307,7 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
             outcome = {**outcome, "result": failure("other"), "notes": first_line(why), "error": why + "\n\n" + outcome.get("error", "")}
             break
         env = {"PYTHONPATH": os.pathsep.join([str((run_dir / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    return outcome, text, packages
+    return scrubbed(outcome), text, packages   # the outcome is the row's, its notebook's and outcome.json's: no folder of this machine
 
 # %% ../nbs/18_script.ipynb #d9d648da
 def clear_previous_run(run_dir:Path):
@@ -359,10 +367,12 @@ def execute_run_notebook(notebook, # the run notebook (template)
     import papermill  # heavy, and only the process that executes a run needs it
     tag = run_tag()   # the caller's (a sweep's, run_model's), else this run's own: the kernel, the started stack and run.py carry it
     wanted = is_run_notebook(notebook) and STARTED_STACK not in os.environ   # run_model starts its stack before it plans
-    with environment(**{RUN_TAG: tag}), (started_stack(parameters.get("library") or "transformers", tag) if wanted else contextlib.nullcontext()):
-        papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
-                                   progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL,
-                                   shutdown_kernel="immediate")   # the notebook is written and every output in: nothing left to wait for
+    try:
+        with environment(**{RUN_TAG: tag}), (started_stack(parameters.get("library") or "transformers", tag) if wanted else contextlib.nullcontext()):
+            papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
+                                       progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL,
+                                       shutdown_kernel="immediate")   # the notebook is written and every output in: nothing left to wait for
+    finally: scrub_file(Path(run_dir) / "run.ipynb")   # papermill's parameters and paths, the kernel's tracebacks: no folder of this machine, however the run ended
 
 # %% ../nbs/18_script.ipynb #e1b7b3b4
 def run_model(model_id:str, # Hub id or local folder

@@ -18,14 +18,15 @@ from huggingface_hub import snapshot_download, HfApi
 from huggingface_hub.utils import disable_progress_bars
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now, environment
-from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path
+from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path, unchecked
+from .untrusted import scrub_file
 from .hub import hub_server, hub_env
 from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
 from .processes import RUN_TAG, kill_run, die_with_parent
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
-from .plan import checkpoint_name
-from .registry import library_of
+from .plan import checkpoint_name, model_source, outside_checkpoint
+from .registry import library_of, make_plan
 # None of these imports torch or a library's model code (a test checks it): a Ray worker imports this module, and a host runs
 # one worker per run in flight, which holds cores and starts a notebook, never the stack itself. The demo's checkpoints are
 # torch's work: `demo_catalog` builds them in a process of their own.
@@ -63,6 +64,15 @@ def sweep_item(c, # an item of the selection's list (select's Candidate)
     group = f"{c.plan.model_type}:{c.runner}:{c.weight_bytes}:{c.cores}" if run and c.plan is not None else None
     return SweepItem(c.model_id, c.decision, c.selection_rank, c.cores if run else None, c.runner if run else None,
                      c.revision, c.reason or "", c.exclusion, group, c.weight_bytes if run else None)
+
+# %% ../nbs/20_sweep.ipynb #c2f4cb15
+def folder_item(folder:str, # a local checkpoint's folder, absolute (`model_source`)
+                stack:Stack, # the library's stack
+               )->tuple: # (SweepItem to run, "") or (None, why the library's plan refuses it)
+    "A local checkpoint as one library's sweep runs it, planned as `run` plans it; or why that library refuses it."
+    try: plan = make_plan(folder, None, stack)
+    except UsageError as e: return None, str(e)
+    return SweepItem(folder, "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes), ""
 
 # %% ../nbs/20_sweep.ipynb #e2466322
 def take_runs(items:list, # SweepItems in list order
@@ -200,7 +210,7 @@ def execute_run(item:SweepItem, # the model
     kill_run(tag)
     start, tested_at, error = time.time(), utc_now(), None
     with open(run_dir / "sweep.log", "ab") as log:
-        log.write(f"--- {tested_at} {item.model_id} on {item.cores} core(s)\n".encode()); log.flush()
+        log.write(f"--- {tested_at} {checkpoint_name(item.model_id)} on {item.cores} core(s)\n".encode()); log.flush()
         child = subprocess.Popen(child_command(setting.notebook, run_dir, setting.notebook_parameters(item), setting.kernel),
                                  env={**env, RUN_TAG: tag}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  cwd=run_dir, start_new_session=True, preexec_fn=die_with_parent)
@@ -215,6 +225,7 @@ def execute_run(item:SweepItem, # the model
             row = finished_row(run_dir, start)
             stopped = row is None and sweep_stopping()   # asked once the run is dead: its sweep raised the flag before it killed
             log.write(f"--- ended after {time.time() - start:.1f} s; {n} process(es) killed{STOPPED_NOTE if stopped else ''}\n".encode())
+    scrub_file(run_dir / "sweep.log")   # papermill's and the kernel's lines, this sweep's and the earlier ones': no folder of this machine
     if stopped: return None
     if row is None:
         row = failure_row(item, setting.stack, setting.pair, run_dir, error or "the run ended without writing result.json", tested_at,
@@ -305,8 +316,9 @@ def start_ray(stack:Stack, # the stack
     # those beyond the CPU count within a second and starts a new process for the next run (seconds each, where CPUs are few)
     workers = dict(_system_config={"num_workers_soft_limit": max(os.cpu_count() or 1, host_slots(stack, slots))})
     with environment(SPT_NOENV="1"):   # Ray's processes keep the sweep's tag readable when they rename themselves (see below)
-        if stack.device == "cuda": ray.init(num_cpus=os.cpu_count(), num_gpus=host_slots(stack, slots), **quiet, **workers)
-        else: ray.init(num_cpus=os.cpu_count(), resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **quiet, **workers)
+        here = dict(address="local", num_cpus=os.cpu_count(), **quiet, **workers)   # this host's own Ray, whatever RAY_ADDRESS or a stale cluster file of Ray's says
+        if stack.device == "cuda": ray.init(num_gpus=host_slots(stack, slots), **here)
+        else: ray.init(resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **here)
     return ray
 
 # %% ../nbs/20_sweep.ipynb #93f10978
@@ -574,8 +586,9 @@ def summary(table, # the pair's table (a DataFrame)
     import pandas as pd
     if not len(table): return "0 models"
     order = [r for r in RESULTS if r in set(table.result)]
-    counts = table.result.value_counts()
-    head = f"{len(table)} models: " + ", ".join(f"{counts[r]} {r}" for r in order)
+    counts, blind = table.result.value_counts(), int(unchecked(table).sum())
+    apart = lambda r: f" ({blind} of them unchecked: the CPU could not hold the model)" if r == "PASS" and blind else ""
+    head = f"{len(table)} models: " + ", ".join(f"{counts[r]} {r}{apart(r)}" for r in order)
     ran = table[table.result != "EXCLUDED"]
     if not len(ran): return head
     grid = pd.crosstab(ran.runner.fillna("-"), ran.result).reindex(columns=[r for r in order if r != "EXCLUDED"], fill_value=0)
@@ -687,6 +700,9 @@ def sweep(max_runs:int=100, # how many models to run, down the list
          )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
+    named = [model_source(m) for m in only or []]   # as `run` reads them: a folder here, by its absolute path, else a Hub id
+    folders, hub_ids = [m for m in named if Path(m).is_absolute()], {m for m in named if not Path(m).is_absolute()}
+    for f in folders: outside_checkpoint(out_dir, f)   # a sweep's folder inside a checkpoint it runs: one line, before anything is written
     if libraries:   # one sweep per library: each its own list, pair, table and journal; one Ray and one watchdog for them all
         stack = stack or detect_stack(device, backend)
         with ends_whole(), one_ray():
@@ -704,14 +720,19 @@ def sweep(max_runs:int=100, # how many models to run, down the list
     with ends_whole(), sweep_lock(out_dir):   # every process it starts ends with it; one sweep a folder
         endpoint = os.environ.get("HF_ENDPOINT")
         jpath = journal_path(out_dir, pair); j = read_journal(jpath)
-        listed = j is None and items is None   # the Hub answers: the runs need not ask it again (HUB_STATE)
+        listed = j is None and items is None and (only is None or bool(hub_ids))   # the Hub answers: the runs need not ask it again (HUB_STATE); folders alone need no list
         log = Progress(0, stream, live=False).say   # before the runs: plain lines (the live display is the runs')
         if j is None:
-            if items is None: log(f"listing the most used models of {endpoint or 'the Hub'} and planning each, down the list")
-            got, selection = ((list(items), {}) if items is not None
-                              else select_items(stack, out_dir, None if only else max_runs, endpoint, time_limit, parameters, log))
+            if listed: log(f"listing the most used models of {endpoint or 'the Hub'} and planning each, down the list")
+            got, selection = ((list(items), {}) if items is not None else
+                              select_items(stack, out_dir, None if only else max_runs, endpoint, time_limit, parameters, log) if listed else ([], {}))
             selection = selection or {i.model_id: i.selection_rank for i in got if i.selection_rank}
-            if only is not None: got = [i for i in got if i.model_id in set(only)]
+            if only is not None:
+                got = [i for i in got if i.model_id in hub_ids]
+                for f in folders:
+                    item, why = folder_item(f, stack)
+                    if item: got.append(item); log(f"{checkpoint_name(f)}: a local folder, run on {item.cores} core{'s' * (item.cores != 1)}")
+                    else: log(f"{checkpoint_name(f)}: not run by {stack.library}: {why}")
             j = write_journal(jpath, take_runs(got, max_runs), selection)
             j["items"] = take_runs(got, max_runs)
         else: log(f"resuming the sweep started {time.strftime('%Y-%m-%d %H:%M', time.localtime(j['created']))} ({jpath})")
@@ -725,7 +746,7 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         done = {i.model_id: r for i in runs if (r := finished_row(run_folder(out_dir, pair, i.model_id), created))}
         collect(out_dir, pair, list(done.values()), selection)
         progress = Progress(len(runs), stream, plans={i.model_id: run_estimate(i, stack.device) for i in runs if i.weight_bytes is not None},
-                            slots=host_slots(stack, slots), names=names)
+                            slots=host_slots(stack, slots), names={**{i.model_id: checkpoint_name(i.model_id) for i in runs}, **(names or {})})   # a folder by its name
         try:   # every line of the runs goes through the display, which is left as it last was at the end
             for r in excluded: progress.result(r, here=False)
             for m, r in done.items(): progress.result(r, here=False, key=m)
@@ -801,7 +822,7 @@ def run_all(todo:list, # SweepItems to run, in list order
         if not maps: raise UsageError(f"no host of the Ray cluster offers {SLOT_RESOURCE[stack.device]!r}")
         capacity = max(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
         task = ray.remote(max_retries=0)(run_task)
-        fetch = Prefetch(todo, prefetch_gb, endpoint, progress.say)
+        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], prefetch_gb, endpoint, progress.say)   # a local folder has nothing to download
         if prefetch_gb > 0: fetch.start()
         window = 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
         queue, pending, warm, shown = packing_order(todo), {}, set(), 0.0   # warm: groups whose graphs a finished run has put in the compile cache

@@ -52,7 +52,7 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert t.loc[("mamba", "MambaForCausalLM")].settings == "one prefill" and t.loc[("llama", "LlamaForCausalLM")].settings == "card"
     blender = json.loads((Path(build_folder("blenderbot", "BlenderbotForConditionalGeneration")) / "config.json").read_text())
     assert blender["max_position_embeddings"] == 128   # its run passed within its own 128 positions
-    assert "harness failures (a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): 0" in p.stdout
+    assert "harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): 0" in p.stdout
     assert "building them 4 times as wide" in p.stderr and "gptj:GPTJForCausalLM@4" in p.stderr
     assert p.stderr.count("starting Ray") == 1, p.stderr[-3000:]   # the wider checks' runs go to the Ray the first runs started
     assert "start llama:LlamaForCausalLM on cores" in p.stderr and "architectures/llama/LlamaForCausalLM on cores" not in p.stderr   # named as the table names it

@@ -41,7 +41,7 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub, demo_sweep_of_libraries
         shown = [o for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
         assert len(shown) == 1, "the notebook shows the two pictures side by side, once"
         run_py = (folder / "run.py").read_text()
-        assert f"# pip install diffusers=={DF.library_version}\n" in run_py and f"runner run_text_to_image ({'StableDiffusion3Pipeline' if name == 'tiny-sd3' else 'StableDiffusionPipeline'})" in run_py
+        assert f"# pip install diffusers=={DF.library_version}\n" in run_py and f"runner run_text_to_image ({'StableDiffusion3Pipeline' if name == 'tiny-sd3' else 'StableDiffusionPipeline'!r})" in run_py
         assert json.loads((folder / "outcome.json").read_text())["images"] == ["image.png", "image_cpu.png"]
         assert denoiser in (folder / "run.ipynb").read_text()
     # publish uploads the pictures beside the notebooks

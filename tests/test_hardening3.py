@@ -87,7 +87,7 @@ def test_a_local_folder_is_named_without_its_path_and_not_published(local_runs, 
     row, root = local_runs["first_row"], str(local_runs["root"])
     assert row is not None, local_runs["first"].stderr[-3000:]
     assert root not in json.dumps(row, default=str), [k for k, v in row.items() if root in str(v)]
-    assert "--checkpoint FOLDER" in row["run_py"] and f"run of {row['model_id']}" in row["run_py"]
+    assert "--checkpoint FOLDER" in row["run_py"] and f"run of {row['model_id']!r}" in row["run_py"]
     out = shutil.copytree(local_runs["out"], tmp_path / "out", symlinks=True)   # its run folder links to the checkpoint
     pair = next(out.glob("data/*/*.parquet")).relative_to(out / "data").as_posix().removesuffix(".parquet")
     add_rows(out, pair, [synthetic_row(f"{ORG}/tiny-bert", pair=pair)])

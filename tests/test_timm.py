@@ -40,7 +40,7 @@ def test_the_demo_sweep_of_timm(tmp_path, demo_hub, demo_sweep_of_libraries):
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         assert row.task == ("image-classification" if runner == "run_timm_classifier" else "image-feature-extraction")
         head = row.run_py.split("\nPLAN = ")[0]
-        assert f"# runner {runner} ({arch})" in head and f"# pip install timm=={TM.library_version}\n" in head, head
+        assert f"# runner {runner} ({arch!r})" in head and f"# pip install timm=={TM.library_version}\n" in head, head
         assert "libraries.timm.runs" in head and "def run_dense(" not in row.run_py and "def check_encoder(" not in row.run_py
         assert json.loads((folder / "outcome.json").read_text())["images"] == ["input.png"]
         outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]

@@ -11,7 +11,28 @@ from pathlib import Path
 import torch
 import transformers
 from ...facts import JUDGE_MODEL, TASK_KINDS, ENCODER_HEADS, encoder_task_kind
+from ...core import memory_error, as_dtype, say
+from ...processes import first_line
 from ...checks import (NEAR_TIE_NATS, near_tie, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score)
+
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
+def with_attention(compute, # compute(attention) -> the reference, computed with that attention implementation
+                  )->tuple: # (compute's answer, the attention it ran with)
+    "The CPU reference with eager attention, or with sdpa where eager asked for more memory than run.py may take."
+    try: return compute("eager"), "eager"
+    except Exception as e:
+        if not memory_error(e): raise
+        eager = e
+    say(f"the CPU reference's eager attention asks for more than run.py's memory ({first_line(str(eager), 100)}): computing it with sdpa")
+    gc.collect()
+    try: return compute("sdpa"), "sdpa"
+    except Exception as e: raise eager from e   # sdpa did not help: the CPU cannot hold it ("could not run")
+
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #d0af7577
+def cpu_check(attention:str="eager", # the attention the reference ran with (`with_attention`)
+             )->str: # the row's `check`
+    "The `check` of a run compared with the CPU: `cpu`, and the attention its reference took where eager's did not fit."
+    return "cpu" if attention == "eager" else f"cpu ({attention} attention: eager's did not fit run.py's memory limit)"
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #fade35de
 def greedy_generation(model_path:str, # a local folder or a Hub id
@@ -19,11 +40,12 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
                       max_new_tokens:int, # as in the device run
                       model_class:str="AutoModelForCausalLM", # the transformers class the run loads the model with
                       generate_kwargs:dict|None=None, # further arguments of the device run's `generate` (attention_mask, pixel_values...)
+                      attention:str="eager", # the attention implementation (`with_attention`)
                      )->tuple: # (new tokens, [steps, vocab] float16 log-probabilities)
     "Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores."
-    model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.float32, attn_implementation="eager",
+    model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.float32, attn_implementation=attention,
                                                                trust_remote_code=False).eval()
-    kwargs = {"attention_mask": torch.ones_like(input_ids), **(generate_kwargs or {})}
+    kwargs = {"attention_mask": torch.ones_like(input_ids), **as_dtype(generate_kwargs or {}, torch.float32)}   # a processor's bf16 pixels (Llama 4's), as an fp32 model takes them
     with torch.no_grad():
         out = model.generate(input_ids=input_ids, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                              output_scores=True, return_dict_in_generate=True, **kwargs)
@@ -45,15 +67,15 @@ def generation_reference(model_path:str, # a local folder or a Hub id
     start = time.time()
     ids = torch.as_tensor(input_ids).reshape(1, -1)
     full = fingerprint({**key, "input_ids": ids[0].tolist(), "max_new_tokens": max_new_tokens, "model_class": model_class,
-                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager", "decoding": "greedy"})
+                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager, else sdpa", "decoding": "greedy"})
     path = reference_file(cache_dir, full, "generation")
     value = load_reference(path, full)
     cached = value is not None
     if not cached:
-        tokens, logprobs = greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs)
-        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "compute_seconds": time.time() - start}
+        (tokens, logprobs), attention = with_attention(lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a))
+        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "compute_seconds": time.time() - start, "attention": attention}
         if path is not None: save_reference(path, value)
-    return {"tokens": list(value["tokens"]), "logprobs": value["logprobs"].float(), "cached": cached,
+    return {"tokens": list(value["tokens"]), "logprobs": value["logprobs"].float(), "cached": cached, "attention": value.get("attention", "eager"),
             "seconds": time.time() - start, "compute_seconds": value["compute_seconds"], "file": str(path) if path else ""}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #ff88fbac
@@ -191,23 +213,25 @@ def encoder_reference(model_path:str, # a local folder or a Hub id
                      )->dict: # fp32, bf16 (what `encoder_output` keeps), task_kind, cached, seconds, file
     "The CPU's forward pass in fp32 and in bf16, read from the cache when it is there."
     start = time.time()
-    full = fingerprint({**key, "inputs": dict(inputs), "head_class": head_class_name or "AutoModel", "dtypes": ["float32", "bfloat16"]})
+    full = fingerprint({**key, "inputs": dict(inputs), "head_class": head_class_name or "AutoModel", "dtypes": ["float32", "bfloat16"], "attention": "eager, else sdpa"})
     path = reference_file(cache_dir, full, "encoder")
     value = load_reference(path, full)
     cached = value is not None
     if not cached:
         cls = getattr(transformers, head_class_name) if head_class_name and hasattr(transformers, head_class_name) else transformers.AutoModel
-        model = cls.from_pretrained(model_path, dtype=torch.float32, attn_implementation="eager", trust_remote_code=False).eval()
-        kind = encoder_task_kind(head_class_name, model.config.num_labels)
-        mask = transformers.AutoTokenizer.from_pretrained(model_path).mask_token_id if kind == "masked-lm" else None
-        outs = {}
-        with torch.no_grad():
-            for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-                outs[name] = encoder_output(model.to(dtype)(**inputs), kind, inputs.get("input_ids"), mask)
-        value = {"key": full, "task_kind": kind, **outs, "compute_seconds": time.time() - start}
-        del model; gc.collect()
+        def both(attention):   # fp32, then the same weights in bf16
+            model = cls.from_pretrained(model_path, dtype=torch.float32, attn_implementation=attention, trust_remote_code=False).eval()
+            kind = encoder_task_kind(head_class_name, model.config.num_labels)
+            mask = transformers.AutoTokenizer.from_pretrained(model_path).mask_token_id if kind == "masked-lm" else None
+            with torch.no_grad():
+                outs = {name: encoder_output(model.to(dtype)(**as_dtype(inputs, dtype)), kind, inputs.get("input_ids"), mask)
+                        for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+            del model; gc.collect()
+            return {"task_kind": kind, **outs}
+        outs, attention = with_attention(both)
+        value = {"key": full, **outs, "compute_seconds": time.time() - start, "attention": attention}
         if path is not None: save_reference(path, value)
-    return {"fp32": value["fp32"], "bf16": value["bf16"], "task_kind": value["task_kind"], "cached": cached,
+    return {"fp32": value["fp32"], "bf16": value["bf16"], "task_kind": value["task_kind"], "cached": cached, "attention": value.get("attention", "eager"),
             "seconds": time.time() - start, "compute_seconds": value["compute_seconds"], "file": str(path) if path else ""}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #6670441b

@@ -8,9 +8,9 @@ __all__ = []
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #4a054459
 import torch
 import transformers
-from ...core import compile_run, compiled_graphs, timed, reference_key, available_memory_bytes
+from ...core import compile_run, compiled_graphs, timed, reference_key, available_memory_bytes, memory_error
 from ...processes import first_line
-from .checks import generation_reference, compare_generation, judge_english
+from .checks import generation_reference, compare_generation, judge_english, cpu_check
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #bbf9278f
 CACHE_LENGTHS = (256, 512, 1024, 2048, 4096) # the static cache's lengths: a run takes the smallest that holds it (256: every prompt of the card)
@@ -138,12 +138,11 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
                                        plan["head_class"], kwargs or None)  # the reference loads the class the device run loaded
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
             c = compare_generation(ref, out["tokens"], tok)
-            return {**r, "cpu_match": c["cpu_match"], "check": "cpu", "reference_cached": ref["cached"], "steps": c["steps"], "ok": c["ok"],
+            return {**r, "cpu_match": c["cpu_match"], "check": cpu_check(ref["attention"]), "reference_cached": ref["cached"], "steps": c["steps"], "ok": c["ok"],
                     "details": {"CPU fp32 text": tok.decode(ref["tokens"], skip_special_tokens=True)}}
-        except Exception as e: why = f"CPU reference failed: {type(e).__name__}: {e}"
+        except Exception as e:
+            if not memory_error(e): raise   # the harness's own failure, which the core says as such (`guarded_check`)
+            why = f"the CPU could not hold its fp32 reference within run.py's memory limit: {type(e).__name__}: {e}"
     else: why = "more than one core" if plan["cores"] > 1 else "fp32 weights do not fit in this machine's memory"
-    try:
-        j = judge_english(out["text"], plan["judge_model"])
-        return {**r, "english": j["english"], "check": f"judge ({first_line(why, 120)})", "ok": j["english"] == "Y", "judge": j}
-    except Exception as e:
-        return {**r, "check": f"none (judge failed: {first_line(f'{type(e).__name__}: {e}', 160)}; {first_line(why, 80)})"}
+    j = judge_english(out["text"], plan["judge_model"])   # a judge that raises is the harness's failure too
+    return {**r, "english": j["english"], "check": f"judge ({first_line(why, 120)})", "ok": j["english"] == "Y", "judge": j}

@@ -12,6 +12,7 @@ from huggingface_hub.hf_api import ModelInfo
 from neuron_support.stack import UsageError, Stack
 from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, PHOTO, DETECTION_QUERIES, encoder_task_kind)
 from neuron_support.plan import Plan, Checkpoint, checkpoint_weight_bytes, info_checkpoint, plan_cores, read_text
+from neuron_support.untrusted import one_line
 from neuron_support.rules import exclusion
 from neuron_support.libraries.transformers.auto_classes import auto_names, CONFIG_MAPPING_NAMES
 from neuron_support.library import Library
@@ -257,6 +258,16 @@ def shards(runner:str, model_type:str)->bool:
     "Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and vision-language runners), or by experts (`run_dense_ep`)."
     return runner == "run_dense_ep" or runner in ("run_dense", "run_multimodal") and parallel_plans(model_type)[0]
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #ab6949b0
+def undeclared(config:dict, # the config, as transformers reads it
+               head:str, # the class the plan loads the model with
+               stack:Stack, # the stack: transformers' version
+              )->str: # the plan's note, "" where the declared class is transformers' own
+    "What a row says of a checkpoint whose declared class transformers does not have: that class, and the one the run loaded instead."
+    declared = (config.get("architectures") or [""])[0]
+    if not isinstance(declared, str) or not declared or declared in transformers_names(): return ""
+    return f"its config declares {one_line(declared)[:80]!r}, which transformers {stack.library_version} does not have: loaded as {head}"
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #9617c9e4
 def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_plan's
                       max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
@@ -272,7 +283,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated, shards, ONE_CORE)
     chat = runner not in ("run_encoder", "run_image_to_text", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck)
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
-                plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat)
+                plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat, undeclared(config, head, stack))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #add0fe3e
 SELECTION_TASKS = ("text-generation", "image-text-to-text")

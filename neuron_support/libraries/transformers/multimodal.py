@@ -11,7 +11,7 @@ import transformers
 from ...photo import photo, photo_tensor, picture_tensor, label_font, INPUT_PICTURE
 from .load import load_model
 from .generation import cache_length, pad_to, generate_twice, check_generation
-from ...core import compiled
+from ...core import compiled, as_dtype
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2ccb5fa3
 def image_text_inputs(proc, # the checkpoint's processor
@@ -59,7 +59,7 @@ def run_multimodal(plan:dict, path:str, device:str, state:dict)->dict:
     tok = proc.tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id or 0
     enc = pad_to(enc, cache_length(enc["input_ids"].shape[1]), pad)  # the prefill's shape, whatever the template
-    inputs = {k: (v.to(torch.bfloat16) if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in enc.items()}
+    inputs = as_dtype(enc, torch.bfloat16)
     res = generate_twice(model, inputs, plan, device, state, pad, decoder_start=1 if model.config.is_encoder_decoder else 0,  # Pix2Struct, Florence-2
                          reference_inputs={k: v for k, v in enc.items() if k != "input_ids"})
     return {**res, "text": tok.decode(res["tokens"], skip_special_tokens=True), "image_tokens": image_tokens(enc["input_ids"], proc, model.config)}

@@ -11,8 +11,8 @@ import torch
 import transformers
 from ...photo import photo, photo_tensor, picture_tensor, label_font, INPUT_PICTURE
 from .load import load_model, model_inputs
-from ...core import forward_twice, reference_key
-from ...processes import first_line
+from ...core import forward_twice, reference_key, as_dtype
+from .checks import with_attention, cpu_check
 from ...checks import cpu_references, KernelWatch, check_hidden_states, near_tie, NEAR_TIE_NATS, BF16_DRIFT_FACTOR, top_k, top_k_shared, check_classifier, ranking_steps, label_name
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #3beaab52
@@ -108,13 +108,14 @@ def run_zero_shot_image(plan:dict, path:str, device:str, state:dict)->dict:
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #186ee7ee
 def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32, bf16 (dicts of float32 tensors), cached
     "The CPU's eager forward pass of the run's inputs in fp32 and in bf16, read from the reference cache when it is there."
-    def call(dtype):
-        model = vision_class(plan).from_pretrained(path, dtype=dtype, attn_implementation="eager", trust_remote_code=False).eval()
+    def call(dtype, attention):
+        model = vision_class(plan).from_pretrained(path, dtype=dtype, attn_implementation=attention, trust_remote_code=False).eval()
         with torch.inference_mode(), KernelWatch() as watch:
-            out = vision_output(model(**{k: (v.to(dtype) if v.is_floating_point() else v) for k, v in inputs.items()}), plan["runner"])
+            out = vision_output(model(**as_dtype(inputs, dtype)), plan["runner"])
         return {**out, **({"cpu_kernel": "; ".join(watch.seen)} if watch.seen else {})}   # a CPU kernel that misread the call's input: the call says nothing of the model
-    return cpu_references({**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs,
-                           "dtypes": ["float32", "bfloat16"], "compared": COMPARED}, cache_dir, "vision", call)
+    key = {**reference_key(plan, path), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"], "compared": COMPARED}
+    ref, attention = with_attention(lambda a: cpu_references({**key, "attention": a}, cache_dir, "vision", lambda dtype: call(dtype, a)))
+    return {**ref, "attention": attention}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #11263e4a
 def label_ranking(logits:torch.Tensor, labels:list)->str:
@@ -176,13 +177,9 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a vision run, against the CPU's fp32 and bf16 passes."
     picture = {INPUT_PICTURE: photo_tensor()}
     device, runner = plan["device"], plan["runner"]
-    try:
-        ref = vision_reference(plan, path, out["inputs"], cache_dir)
-        id2label = (dict(enumerate(plan["inputs"]["queries"])) if runner == "run_zero_shot_detection"   # a zero-shot detector's labels: its queries
-                    else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False).id2label)
-    except Exception as e:
-        return {"cpu_match": "", "english": "", "check": f"none (CPU reference failed: {first_line(f'{type(e).__name__}: {e}', 160)})",
-                "reference_cached": None, "ok": True, "prediction": "", "steps": [], "images": picture}
+    ref = vision_reference(plan, path, out["inputs"], cache_dir)   # what raises is the core's to read (`guarded_check`)
+    id2label = (dict(enumerate(plan["inputs"]["queries"])) if runner == "run_zero_shot_detection"   # a zero-shot detector's labels: its queries
+                else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False).id2label)
     kernel = ref["bf16"].get("cpu_kernel")   # a CPU kernel misread the bf16 call's input: its output measures no bf16
     if runner == "run_image_classifier": c = check_classifier(ref, out["output"], id2label, device)
     elif runner == "run_depth_estimation":
@@ -198,7 +195,7 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
         c = {**c, "prediction": c["prediction"].replace(" tokens:", " rows (pooled, then each patch):"), "cpu_match": c["cpu_match"].replace("at token", "at row")}
     if kernel and not c["ok"]: c = {**c, "cpu_eager": f"the CPU's eager bf16 call is misread by the CPU's own kernel: {kernel}", "cpu_kernel": kernel}   # the CPU's failure: nothing of the model's
-    return {"cpu_match": c["cpu_match"], "english": "", "check": "cpu", "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
+    return {"cpu_match": c["cpu_match"], "english": "", "check": cpu_check(ref["attention"]), "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
             "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture, **{k: c[k] for k in ("cpu_eager", "cpu_kernel") if c.get(k)}}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a02
