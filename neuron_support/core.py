@@ -580,7 +580,8 @@ def run_plan(plan:dict,
     launch = device_attempt(plan, path, runner, deadline)
     if launch["result"] in LAUNCH_FAILS: launch = whose_failure(plan, path, runner, deadline, launch)
     plan, settings = launch["plan"], launch.get("settings", "card")  # the plan that stands: its settings, whole or with graph breaks
-    setting_note = (f"({plan['note']}) " if plan.get("note") else "") + ("" if settings == "card" else f"({SETTINGS[settings]}: transformers refuses the card's for this model) ")   # what every row of this run says first
+    setting_note = ((f"({plan['note']}) " if plan.get("note") else "")   # what every row of this run says first: how the plan read the checkpoint,
+                    + ("" if settings == "card" else f"({SETTINGS[settings]}: transformers refuses the card's for this model) "))   # and the settings it took
     res.update(wall_s=round(time.time() - start, 3), graph_break=launch["graph_break"] or "", settings=settings,
                cpu_eager=launch.get("cpu_eager", "") if launch["result"] in LAUNCH_FAILS else "", cpu_defaults=launch.get("cpu_defaults", ""))
     done = [o for o in launch["ranks"] if o]
