@@ -21,6 +21,7 @@ from .plan import Plan, info_checkpoint
 from .registry import library_of, checkpoint_plan
 from .script import render_run_py, script_identity
 from .publish import table_path, read_table, latest
+from .hub import valid_repo_id
 
 # %% ../nbs/19_select.ipynb #c1f2524e
 SORTS = {"downloads": "downloads", "trending": "trending_score"} # list name -> huggingface_hub's sort
@@ -55,7 +56,8 @@ def list_ranking(api:HfApi, # the client, pointed at the Hub to ask
                 )->list: # ModelInfo of the models, best first
     "The best `depth` models of a library and task by one sort, with everything selection needs."
     task, sort = name.split("/")
-    return list(api.list_models(filter=library, pipeline_tag=task, sort=SORTS[sort], limit=depth, expand=EXPAND))
+    listed = api.list_models(filter=library, pipeline_tag=task, sort=SORTS[sort], limit=depth, expand=EXPAND)
+    return [m for m in listed if valid_repo_id(m.id)]   # an id the Hub's own rule refuses (a newline, a control character, a path) names no model: left out
 
 # %% ../nbs/19_select.ipynb #cb283a2f
 def check_endpoint(endpoint:str)->str: # the endpoint, reachable

@@ -19,7 +19,7 @@ from huggingface_hub.utils import disable_progress_bars
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now, environment
 from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path, unchecked
-from .untrusted import scrub_file
+from .untrusted import scrub_file, one_line
 from .hub import hub_server, hub_env
 from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
 from .processes import RUN_TAG, kill_run, die_with_parent
@@ -535,7 +535,8 @@ def renderable(self:Progress):
 # %% ../nbs/20_sweep.ipynb #79e47820
 @patch
 def say(self:Progress, line:str|None=None):
-    "Show the state: a log line above the live display and the display redrawn, or, off a terminal, one log line."
+    "Show the state: a log line above the live display and the display redrawn, or, off a terminal, one log line (as data: `one_line`)."
+    line = one_line(line) if line else line   # a model's name, a library's error: shown, never obeyed by the terminal
     if not self.live:
         if line: print(f"{time.strftime('%H:%M:%S')} {line}", file=self.stream, flush=True)
         return

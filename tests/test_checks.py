@@ -9,7 +9,7 @@ import torch
 import transformers
 
 from neuron_support.facts import encoder_task_kind
-from neuron_support.checks import NEAR_TIE_NATS, load_reference, near_tie, reference_file, save_reference
+from neuron_support.checks import NEAR_TIE_FLOOR, load_reference, near_tie, reference_file, save_reference
 from neuron_support.libraries.transformers.checks import (check_encoder, compare_generation, encoder_reference, generation_reference, judge_english, load_judge)
 from neuron_support.script import CARRIED_CORE, carried_modules, module_text
 from neuron_support.publish import error_signature
@@ -102,7 +102,7 @@ def test_smollm2_bf16_against_fp32_reference(reference, bf16_tokens, tok):
     assert v["ok"], v["cpu_match"]
     assert v["cpu_match"] == "Y" or v["cpu_match"].startswith("~ near-tie at token "), v["cpu_match"]
     if v["first"]:
-        assert v["gap"] <= NEAR_TIE_NATS
+        assert v["gap"] <= v["steps"][v["first"] - 1]["bf16 allows"]   # a difference bf16 could cause
         assert all(r["gap"] == 0 for r in v["steps"][:v["first"] - 1])
         assert all(r["gap"] is None for r in v["steps"][v["first"]:])
 
@@ -114,7 +114,7 @@ def test_perturbed_weights_fail(how, reference, noise_tokens, smol, prompt_ids, 
     print(how, "->", v["cpu_match"])
     assert not v["ok"]
     assert v["cpu_match"].startswith("N first differs at token "), v["cpu_match"]
-    assert v["gap"] > NEAR_TIE_NATS
+    assert v["gap"] > v["steps"][v["first"] - 1]["bf16 allows"]
 
 
 class Decoder:
@@ -123,32 +123,38 @@ class Decoder:
         return "".join(f" w{int(i)}" for i in ids)
 
 
-def constructed_reference(top_logit: float = 4.0, other_logits=None) -> dict:
-    "Three steps over a 10-token vocabulary; the CPU picks token 7 each time; at step 3 other tokens are close."
-    rows = []
+def constructed_reference(top_logit: float = 4.0, other_logits=None, bf16_moves=None) -> dict:
+    """Three steps over a 10-token vocabulary; the CPU picks token 7 each time; at step 3 other tokens are close, and bf16
+    moves some of them there (`bf16_moves`: {token: logit change}) against token 7."""
+    rows, rows16 = [], []
     for step in range(3):
         logits = torch.zeros(10)
         logits[7] = top_logit
         if step == 2:
             for t, v in (other_logits or {}).items():
                 logits[t] = v
-        rows.append(logits.log_softmax(-1))
-    return {"tokens": [7, 7, 7], "logprobs": torch.stack(rows)}
+        moved = logits.clone()
+        if step == 2:
+            for t, v in (bf16_moves or {}).items(): moved[t] += v
+        rows.append(logits.log_softmax(-1)); rows16.append(moved.log_softmax(-1))
+    return {"tokens": [7, 7, 7], "logprobs": torch.stack(rows), "logprobs16": torch.stack(rows16)}
 
 
-def test_near_tie_within_and_beyond_the_threshold():
-    ref = constructed_reference(4.0, {3: 3.7, 5: 3.45, 6: 3.55, 2: 2.0})
+def test_near_tie_within_and_beyond_what_bf16_moves():
+    "bf16 moves token 3 by 0.25 against token 7 at step 3: twice that, 0.5 nats, is a near-tie there; beyond it, or where bf16 moves nothing, not."
+    ref = constructed_reference(4.0, {3: 3.7, 5: 3.45, 6: 3.55, 2: 2.0}, {3: 0.25})
     d = Decoder()
     assert compare_generation(ref, [7, 7, 7], d)["cpu_match"] == "Y"
     assert compare_generation(ref, [7, 7, 3], d)["cpu_match"] == "~ near-tie at token 3 (gap 0.300)"
     assert compare_generation(ref, [7, 7, 6], d)["cpu_match"] == "~ near-tie at token 3 (gap 0.450)"
     beyond = compare_generation(ref, [7, 7, 5], d)
-    assert beyond == {**beyond, "ok": False, "cpu_match": 'N first differs at token 3: " w7" vs " w5" (gap 0.550)'}
+    assert beyond == {**beyond, "ok": False, "cpu_match": 'N first differs at token 3: " w7" vs " w5" (gap 0.550, bf16 allows 0.500)'}
     far = compare_generation(ref, [7, 7, 2, 9], d)
-    assert far["cpu_match"] == 'N first differs at token 3: " w7" vs " w2 w9" (gap 2.000)'
-    assert near_tie(ref["logprobs"][2], 7, 3) == (True, pytest.approx(0.3, abs=1e-5))
-    assert near_tie(ref["logprobs"][2], 7, 5)[0] is False
-    assert compare_generation(ref, [7, 7, 3], d, threshold=0.25)["ok"] is False
+    assert far["cpu_match"] == 'N first differs at token 3: " w7" vs " w2 w9" (gap 2.000, bf16 allows 0.500)'
+    assert near_tie(ref["logprobs"][2], 7, 3, ref["logprobs16"][2])[:2] == (True, pytest.approx(0.3, abs=1e-5))
+    assert near_tie(ref["logprobs"][2], 7, 5, ref["logprobs16"][2])[0] is False
+    still = constructed_reference(4.0, {3: 3.7, 5: 3.45, 6: 3.55, 2: 2.0})   # bf16 moves nothing at step 3: only the floor is a near-tie
+    assert compare_generation(still, [7, 7, 3], d)["cpu_match"] == f'N first differs at token 3: " w7" vs " w3" (gap 0.300, bf16 allows {NEAR_TIE_FLOOR:.3f})'
 
 
 def test_near_tie_on_the_real_reference(reference, tok):
@@ -157,9 +163,9 @@ def test_near_tie_on_the_real_reference(reference, tok):
     top2 = lp.topk(2)
     margins = top2.values[:, 0] - top2.values[:, 1]
     step = int(margins.argmin())
-    assert margins[step] <= NEAR_TIE_NATS
     tie = reference["tokens"][:step] + [int(top2.indices[step, 1])]
     v = compare_generation(reference, tie, tok)
+    assert margins[step] <= v["steps"][step]["bf16 allows"], v["steps"][step]   # SmolLM2's closest step: a hundredth of a nat, within what bf16 moves it
     assert v["cpu_match"] == f"~ near-tie at token {step + 1} (gap {float(margins[step]):.3f})"
     far = reference["tokens"][:step] + [int(lp[step].argmin())]
     assert compare_generation(reference, far, tok)["cpu_match"].startswith(f"N first differs at token {step + 1}: ")
@@ -505,8 +511,7 @@ def test_run_with_noisy_weights_fails_the_output_check(confident_llama, tmp_path
     row = run_notebook(tmp_path / "noise", str(confident_llama), perturb="noise", **params)
     print({k: row[k] for k in ("result", "check", "cpu_match", "notes", "reference_cached")})
     assert (row["result"], row["neuron_cores"], row["check"], row["reference_cached"]) == ("FAIL(output)", 1, "cpu", True), row
-    assert row["cpu_match"].startswith("N first differs at token "), row["cpu_match"]
-    assert float(row["cpu_match"].rsplit("(gap ", 1)[1].rstrip(")")) > NEAR_TIE_NATS
+    assert row["cpu_match"].startswith("N first differs at token ") and ", bf16 allows " in row["cpu_match"], row["cpu_match"]
 
 
 @pytest.mark.skipif(not os.environ.get("NEURON_SUPPORT_SLOW"), reason="about 2 minutes on a quiet 2-core machine, 9 under load: set NEURON_SUPPORT_SLOW=1")
@@ -516,6 +521,37 @@ def test_smollm2_run_with_noisy_weights_fails_the_output_check(smol, tmp_path):
                        judge_model=str(smol), time_limit=900)
     print({k: row[k] for k in ("result", "check", "cpu_match", "english", "notes")})
     assert (row["result"], row["neuron_cores"], row["check"]) == ("FAIL(output)", 1, "cpu"), row
-    assert row["cpu_match"].startswith("N first differs at token "), row["cpu_match"]
-    gap = float(row["cpu_match"].rsplit("(gap ", 1)[1].rstrip(")"))
-    assert gap > NEAR_TIE_NATS
+    assert row["cpu_match"].startswith("N first differs at token ") and ", bf16 allows " in row["cpu_match"], row["cpu_match"]
+
+
+# --- power: a near-tie that bf16 could cause (issue 57) -----------------------------------------------------------
+
+FLAT = ("llama:LlamaForCausalLM", "bert:BertForTokenClassification", "vit:ViTForImageClassification")   # the builder's: flat outputs
+
+
+@pytest.fixture(scope="module")
+def flat_checkpoints(tmp_path_factory) -> dict:
+    "The architecture table's builder's tiny checkpoints of a causal LM, a token classifier and an eight-class image classifier: random, flat heads."
+    from neuron_support.architectures import build_checkpoints
+    built = build_checkpoints("transformers", list(FLAT), tmp_path_factory.mktemp("flat"), say=lambda line: None)
+    return {f"{e['model_type']}:{e['class']}": Path(e["folder"]) for e in built if "folder" in e}
+
+
+@pytest.mark.parametrize("name", FLAT)
+def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_checkpoints, tmp_path):
+    """A tiny random checkpoint spreads its outputs thin (a whole vocabulary within a nat or two, labels tenths apart): with
+    a fixed 0.5-nat near-tie its damaged run passed as "~ near-tie" (issue 57's measures: each of these three did). The
+    near-tie now is what bf16 moves the step, measured: the run with noise on its weights is FAIL(output), the intact run PASS."""
+    from neuron_support.registry import make_plan
+    from neuron_support.script import execute_plan
+    from neuron_support.stack import detect_stack
+    stack = detect_stack("cpu", found={})
+    plan = make_plan(str(flat_checkpoints[name]), stack=stack, max_new_tokens=8, min_new_tokens=8)
+    verdicts = {}
+    for damage in ("", "noise"):
+        o, _, _ = execute_plan(plan, stack, tmp_path / (damage or "intact"), time_limit=600, perturb=damage, reference_cache=tmp_path / "refs",
+                               echo=lambda line: None)
+        verdicts[damage or "intact"] = (o["result"], o["cpu_match"])
+    print(verdicts)
+    assert verdicts["intact"][0] == "PASS" and verdicts["intact"][1][0] in "Y~", verdicts
+    assert verdicts["noise"][0] == "FAIL(output)" and ", bf16 allows " in verdicts["noise"][1], verdicts

@@ -10,7 +10,7 @@ import importlib.metadata
 import torch
 import sentence_transformers
 from ...core import perturb_weights, compile_cache_entries, compiled_graphs, timed, reference_key
-from ...checks import cpu_references, compare_predictions, COSINE_MIN, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR
+from ...checks import cpu_references, compare_predictions, gap_text, COSINE_MIN, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR
 import warnings
 warnings.filterwarnings("ignore", message=r"Dynamo detected a call to a `functools.lru_cache`")  # the library's is_peft_available(): traced through, harmless
 
@@ -138,10 +138,10 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
     if dev.shape != ref32.shape: return {"ok": False, "cpu_match": f"N output shape {list(dev.shape)} vs {list(ref32.shape)}", "prediction": ""}
     if bool(torch.isnan(dev).any()): return {"ok": False, "cpu_match": "N the device output has NaNs", "prediction": ""}
     if dev.dim() == 2:   # several labels a pair (NLI): each pair's label, near-ties as the card's
-        p32, p16, pdev = ref32.argmax(-1), ref16.argmax(-1), dev.argmax(-1)
+        p32, pdev = ref32.argmax(-1), dev.argmax(-1)
         prediction = "labels " + " ".join(str(int(p)) for p in pdev)
-        verdict, i, gap = compare_predictions(ref32.log_softmax(-1), p32, p16, pdev)   # the encoders' rule for each prediction
-        if verdict == "N": return {"ok": False, "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} (gap {gap:.3f})", "prediction": prediction}
+        verdict, i, gap, allowed = compare_predictions(ref32.log_softmax(-1), ref16.log_softmax(-1), pdev)   # the encoders' rule for each prediction
+        if verdict == "N": return {"ok": False, "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} ({gap_text(gap, allowed)})", "prediction": prediction}
         return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     allowed = torch.clamp(BF16_DRIFT_FACTOR * (ref16 - ref32).abs(), min=SCORE_MAX_DISTANCE)
     d = (dev - ref32).abs()

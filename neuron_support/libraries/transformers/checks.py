@@ -13,7 +13,7 @@ import transformers
 from ...facts import JUDGE_MODEL, TASK_KINDS, ENCODER_HEADS, encoder_task_kind
 from ...core import memory_error, as_dtype, say
 from ...processes import first_line
-from ...checks import (NEAR_TIE_NATS, near_tie, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score)
+from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
 def with_attention(compute, # compute(attention) -> the reference, computed with that attention implementation
@@ -34,6 +34,26 @@ def cpu_check(attention:str="eager", # the attention the reference ran with (`wi
     "The `check` of a run compared with the CPU: `cpu`, and the attention its reference took where eager's did not fit."
     return "cpu" if attention == "eager" else f"cpu ({attention} attention: eager's did not fit run.py's memory limit)"
 
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #24ab29e8
+class AlongTokens(transformers.LogitsProcessor):
+    "A logits processor that records each step's log-probabilities, then forces the given token: `generate` walked along a path (teacher forcing), whatever the model."
+    def __init__(self, tokens:list): self.tokens, self.seen = [int(t) for t in tokens], []
+    def __call__(self, input_ids, scores):
+        self.seen.append(scores[0].float().log_softmax(-1))
+        forced = torch.full_like(scores, -math.inf)
+        forced[:, self.tokens[min(len(self.seen), len(self.tokens)) - 1]] = 0
+        return forced
+
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #d1da6270
+def along_tokens(model, # a model generate can run (in the dtype to measure)
+                 tokens:list, # the path: fp32's new tokens
+                 **kwargs, # the generate arguments of fp32's run (input_ids, attention_mask, pixel_values...)
+                )->torch.Tensor: # [steps, vocab] float16
+    "The model's log-probabilities at each step of a greedy generation forced along `tokens`."
+    forced = AlongTokens(tokens)
+    model.generate(**{**kwargs, "max_new_tokens": len(tokens)}, do_sample=False, num_beams=1, logits_processor=transformers.LogitsProcessorList([forced]))
+    return torch.stack(forced.seen[:len(tokens)]).to(torch.float16)
+
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #fade35de
 def greedy_generation(model_path:str, # a local folder or a Hub id
                       input_ids, # [1, n] tensor of the prompt's ids
@@ -41,8 +61,8 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
                       model_class:str="AutoModelForCausalLM", # the transformers class the run loads the model with
                       generate_kwargs:dict|None=None, # further arguments of the device run's `generate` (attention_mask, pixel_values...)
                       attention:str="eager", # the attention implementation (`with_attention`)
-                     )->tuple: # (new tokens, [steps, vocab] float16 log-probabilities)
-    "Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores."
+                     )->tuple: # (new tokens, [steps, vocab] float16 log-probabilities in fp32, the same in bf16 along fp32's tokens)
+    "Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores; then the same steps in bf16, forced along fp32's tokens."
     model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.float32, attn_implementation=attention,
                                                                trust_remote_code=False).eval()
     kwargs = {"attention_mask": torch.ones_like(input_ids), **as_dtype(generate_kwargs or {}, torch.float32)}   # a processor's bf16 pixels (Llama 4's), as an fp32 model takes them
@@ -51,8 +71,9 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
                              output_scores=True, return_dict_in_generate=True, **kwargs)
     seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]   # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
     logprobs = torch.stack([s[0].float().log_softmax(-1) for s in out.scores]).to(torch.float16)
+    with torch.no_grad(): logprobs16 = along_tokens(model.to(torch.bfloat16), seq.tolist(), input_ids=input_ids, **as_dtype(kwargs, torch.bfloat16))
     del model, out; gc.collect()
-    return seq.tolist(), logprobs
+    return seq.tolist(), logprobs, logprobs16
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #b1d0ff88
 def generation_reference(model_path:str, # a local folder or a Hub id
@@ -62,20 +83,20 @@ def generation_reference(model_path:str, # a local folder or a Hub id
                          key:dict, # identifies the checkpoint and software: model id, revision sha, torch and transformers versions
                          model_class:str="AutoModelForCausalLM", # the load class of the device run
                          generate_kwargs:dict|None=None, # further `generate` arguments of the device run
-                        )->dict: # tokens, logprobs ([steps, vocab] float32), cached, seconds, file
+                        )->dict: # tokens, logprobs and logprobs16 ([steps, vocab] float32: fp32's, and bf16's along fp32's tokens), cached, seconds, file
     "The CPU's fp32 greedy generation for the same input, read from the cache when it is there."
     start = time.time()
     ids = torch.as_tensor(input_ids).reshape(1, -1)
     full = fingerprint({**key, "input_ids": ids[0].tolist(), "max_new_tokens": max_new_tokens, "model_class": model_class,
-                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager, else sdpa", "decoding": "greedy"})
+                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager, else sdpa", "decoding": "greedy", "bf16": "along fp32's tokens"})
     path = reference_file(cache_dir, full, "generation")
     value = load_reference(path, full)
     cached = value is not None
     if not cached:
-        (tokens, logprobs), attention = with_attention(lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a))
-        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "compute_seconds": time.time() - start, "attention": attention}
+        (tokens, logprobs, logprobs16), attention = with_attention(lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a))
+        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "logprobs16": logprobs16, "compute_seconds": time.time() - start, "attention": attention}
         if path is not None: save_reference(path, value)
-    return {"tokens": list(value["tokens"]), "logprobs": value["logprobs"].float(), "cached": cached, "attention": value.get("attention", "eager"),
+    return {"tokens": list(value["tokens"]), "logprobs": value["logprobs"].float(), "logprobs16": value["logprobs16"].float(), "cached": cached, "attention": value.get("attention", "eager"),
             "seconds": time.time() - start, "compute_seconds": value["compute_seconds"], "file": str(path) if path else ""}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #ff88fbac
@@ -86,34 +107,33 @@ def first_difference(cpu_tokens:list, dev_tokens:list)->int|None: # 0-based inde
     return None if len(cpu_tokens) == len(dev_tokens) else min(len(cpu_tokens), len(dev_tokens))
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #2a3691f7
-def generation_steps(cpu_tokens:list, dev_tokens:list, logprobs, tokenizer, first:int|None)->list: # one dict per step
-    "Per step: both tokens' texts, the gap under the CPU's distribution up to the first difference, the CPU's top-2 margin."
+def generation_steps(cpu_tokens:list, dev_tokens:list, logprobs, logprobs16, tokenizer, first:int|None)->list: # one dict per step
+    "Per step: both tokens' texts, the gap under the CPU's distribution up to the first difference and the gap bf16 allows there, the CPU's top-2 margin."
     rows = []
     for i in range(max(len(cpu_tokens), len(dev_tokens))):
         c = cpu_tokens[i] if i < len(cpu_tokens) else None
         d = dev_tokens[i] if i < len(dev_tokens) else None
-        gap = None
-        if c is not None and d is not None and (first is None or i <= first): gap = near_tie(logprobs[i], c, d)[1]
+        gap = allowed = None
+        if c is not None and d is not None and (first is None or i <= first): _, gap, allowed = near_tie(logprobs[i], c, d, logprobs16[i])
         top2 = logprobs[i].topk(2).values if i < len(logprobs) else None
         rows.append({"step": i + 1, "cpu": "" if c is None else tokenizer.decode([c]), "device": "" if d is None else tokenizer.decode([d]),
-                     "gap": gap, "margin": None if top2 is None else float(top2[0] - top2[1])})
+                     "gap": gap, "bf16 allows": allowed, "margin": None if top2 is None else float(top2[0] - top2[1])})
     return rows
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #c0ed9023
 def compare_generation(cpu:dict, # `generation_reference`'s result
                        dev_tokens:list, # the device's new tokens
                        tokenizer, # the checkpoint's tokenizer, to show texts
-                       threshold:float=NEAR_TIE_NATS, # the largest near-tie gap, in nats
                       )->dict: # ok, cpu_match, first (1-based step or None), gap, steps
-    "The verdict on a generation: the same tokens as the CPU, or a first difference at a near-tie."
-    cpu_tokens, lp, dev_tokens = [int(t) for t in cpu["tokens"]], cpu["logprobs"], [int(t) for t in dev_tokens]
+    "The verdict on a generation: the same tokens as the CPU, or a first difference at a near-tie that bf16 could cause."
+    cpu_tokens, lp, lp16, dev_tokens = [int(t) for t in cpu["tokens"]], cpu["logprobs"], cpu["logprobs16"], [int(t) for t in dev_tokens]
     k = first_difference(cpu_tokens, dev_tokens)
-    steps = generation_steps(cpu_tokens, dev_tokens, lp, tokenizer, k)
+    steps = generation_steps(cpu_tokens, dev_tokens, lp, lp16, tokenizer, k)
     if k is None: return {"ok": True, "cpu_match": "Y", "first": None, "gap": None, "steps": steps}
-    tie, gap = near_tie(lp[k], cpu_tokens[k], dev_tokens[k], threshold) if k < min(len(cpu_tokens), len(dev_tokens)) else (False, math.inf)
-    if tie: match = f"~ near-tie at token {k + 1} (gap {gap:.3f})"
+    tie, gap, allowed = near_tie(lp[k], cpu_tokens[k], dev_tokens[k], lp16[k]) if k < min(len(cpu_tokens), len(dev_tokens)) else (False, math.inf, math.inf)
+    if tie: match = f"~ near-tie at token {k + 1} ({gap_text(gap, allowed)})"
     else: match = (f"N first differs at token {k + 1}: {quoted(tokenizer.decode(cpu_tokens[k:]))} vs "
-                   f"{quoted(tokenizer.decode(dev_tokens[k:]))} (gap {gap:.3f})")
+                   f"{quoted(tokenizer.decode(dev_tokens[k:]))} (" + ("one stops first" if math.isinf(gap) else gap_text(gap, allowed)) + ")")
     return {"ok": tie, "cpu_match": match, "first": k + 1, "gap": gap, "steps": steps}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1800744d
@@ -274,7 +294,6 @@ def check_encoder(task_kind:str, # one of TASK_KINDS
                   inputs:dict|None=None, # the forward pass's inputs (input_ids, attention_mask)
                   tokenizer=None, # the checkpoint's tokenizer: the mask token and texts
                   id2label:dict|None=None, # the config's id2label
-                  threshold:float=NEAR_TIE_NATS, # the largest near-tie gap, in nats
                  )->dict: # ok, cpu_match, prediction
     "The verdict on an encoder's forward pass against the CPU's fp32 and bf16 runs."
     inputs = inputs or {}
@@ -289,15 +308,14 @@ def check_encoder(task_kind:str, # one of TASK_KINDS
     (r32, positions), (r16, _), (rdev, _) = (prediction_rows(task_kind, t, attention) for t in (ref32, ref16, dev))
     if task_kind == "masked-lm" and ids is not None and tokenizer is not None:
         positions = (torch.as_tensor(ids).reshape(-1) == tokenizer.mask_token_id).nonzero().reshape(-1)
-    lp32 = r32.log_softmax(-1)
-    p32, p16, pdev = r32.argmax(-1), r16.argmax(-1), rdev.argmax(-1)
-    verdict, i, gap = compare_predictions(lp32, p32, p16, pdev, threshold)
+    p32, pdev = r32.argmax(-1), rdev.argmax(-1)
+    verdict, i, gap, allowed = compare_predictions(r32.log_softmax(-1), r16.log_softmax(-1), pdev)
     prediction = describe_prediction(task_kind, rdev, positions, ids, tokenizer, id2label)
     if verdict == "Y": return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     at = f" at token {int(positions[i]) + 1}" if positions[i] >= 0 else ""
-    if verdict == "~": return {"ok": True, "cpu_match": f"~ near-tie{at} (gap {gap:.3f})", "prediction": prediction}
+    if verdict == "~": return {"ok": True, "cpu_match": f"~ near-tie{at} ({gap_text(gap, allowed)})", "prediction": prediction}
     if task_kind == "question-answering": texts = [describe_prediction(task_kind, r, positions, ids, tokenizer) for r in (r32, rdev)]
     elif task_kind == "masked-lm" and tokenizer is not None: texts = [tokenizer.decode([int(p[i])]).strip() for p in (p32, pdev)]
     else: texts = [label_name(id2label, int(p[i])) for p in (p32, pdev)]
     where = f"first differs{at}" if at else "differs"
-    return {"ok": False, "cpu_match": f"N {where}: {quoted(texts[0])} vs {quoted(texts[1])} (gap {gap:.3f})", "prediction": prediction}
+    return {"ok": False, "cpu_match": f"N {where}: {quoted(texts[0])} vs {quoted(texts[1])} ({gap_text(gap, allowed)})", "prediction": prediction}

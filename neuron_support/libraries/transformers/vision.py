@@ -13,7 +13,7 @@ from ...photo import photo, photo_tensor, picture_tensor, label_font, INPUT_PICT
 from .load import load_model, model_inputs
 from ...core import forward_twice, reference_key, as_dtype
 from .checks import with_attention, cpu_check
-from ...checks import cpu_references, KernelWatch, check_hidden_states, near_tie, NEAR_TIE_NATS, BF16_DRIFT_FACTOR, top_k, top_k_shared, check_classifier, ranking_steps, label_name
+from ...checks import cpu_references, KernelWatch, check_hidden_states, near_tie, gap_text, NEAR_TIE_FLOOR, NEAR_TIE_CONTENDERS, BF16_DRIFT_FACTOR, top_k, top_k_shared, check_classifier, ranking_steps, label_name
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #3beaab52
 def image_inputs(proc, # the checkpoint's image processor, or its processor (image processor and tokenizer) for zero-shot
@@ -124,16 +124,15 @@ def label_ranking(logits:torch.Tensor, labels:list)->str:
     return ", ".join(f"{labels[int(i)]} {float(p[i]):.2f}" for i in p.argsort(descending=True))
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #9662e398
-def check_label_ranking(lp32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, labels:list,
-                        threshold:float=NEAR_TIE_NATS)->tuple: # (verdict "Y"/"~"/"N", words)
-    "The device's ranking of the candidate labels against fp32's: the same (or bf16's), swapped only at near-ties, or not."
+def check_label_ranking(lp32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, labels:list)->tuple: # (verdict "Y"/"~"/"N", words)
+    "The device's ranking of the candidate labels against fp32's: the same (or bf16's), swapped only at near-ties that bf16 could cause, or not."
     o32, o16, odev = (t.argsort(descending=True).tolist() for t in (lp32, l16, ldev))
     if odev in (o32, o16): return "Y", ""
     for r, (a, b) in enumerate(zip(o32, odev)):
         if a == b: continue
-        tie, gap = near_tie(lp32, a, b, threshold)
-        if not tie: return "N", f"rank {r + 1}: {labels[b]!r} vs {labels[a]!r} (gap {gap:.3f})"
-        return "~", f"near-tie at rank {r + 1}: {labels[b]!r} vs {labels[a]!r} (gap {gap:.3f})"
+        tie, gap, allowed = near_tie(lp32, a, b, l16.float().log_softmax(-1))
+        if not tie: return "N", f"rank {r + 1}: {labels[b]!r} vs {labels[a]!r} ({gap_text(gap, allowed)})"
+        return "~", f"near-tie at rank {r + 1}: {labels[b]!r} vs {labels[a]!r} ({gap_text(gap, allowed)})"
     return "Y", ""
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #03b80370
@@ -231,13 +230,16 @@ def depth_pictures(fp32:torch.Tensor, dev:torch.Tensor)->dict: # {file name: [3,
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a02
 SEGMENTATION_AGREEMENT = 0.99 # the least share of pixels whose class is fp32's, bf16's, or a near-tie of fp32's
 
-def pixel_agreement(l32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor, threshold:float=NEAR_TIE_NATS)->tuple: # (share of fp32's or bf16's class, share of a near-tie too)
-    "Of every pixel of [labels, h, w] logits: the share whose device class is fp32's or bf16's, and the share that also counts a near-tie under fp32's log-probabilities."
+def pixel_agreement(l32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor)->tuple: # (share of fp32's or bf16's class, share of a near-tie too)
+    "Of every pixel of [labels, h, w] logits: the share whose device class is fp32's or bf16's, and the share that also counts a near-tie bf16 could cause (`near_tie`'s rule, pixel by pixel)."
     p32, p16, pdev = (t.argmax(0) for t in (l32, l16, ldev))
     same = (pdev == p32) | (pdev == p16)
-    lp = l32.float().log_softmax(0)
-    gap = lp.gather(0, p32[None]) - lp.gather(0, pdev[None])   # how far below fp32's class fp32 puts the device's, in nats
-    return float(same.float().mean()), float((same | (gap[0] < threshold)).float().mean())
+    lp, lp16 = l32.float().log_softmax(0), l16.float().log_softmax(0)
+    gap = (lp.gather(0, p32[None]) - lp.gather(0, pdev[None]))[0]   # how far below fp32's class fp32 puts the device's, in nats
+    top = torch.cat([lp.topk(min(NEAR_TIE_CONTENDERS, len(lp)), dim=0).indices, pdev[None]])   # each pixel's contenders
+    moved = (lp16 - lp).gather(0, top)
+    allowed = (BF16_DRIFT_FACTOR * (moved.max(0).values - moved.min(0).values)).nan_to_num(0).clamp(min=NEAR_TIE_FLOOR)
+    return float(same.float().mean()), float((same | (gap <= allowed)).float().mean())
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a03
 def class_shares(logits:torch.Tensor, id2label:dict|None, top:int=3)->str:
@@ -309,6 +311,11 @@ def log_odds(p:float)->float:
     p = min(max(float(p), 1e-12), 1 - 1e-12)
     return math.log(p / (1 - p))
 
+# %% ../../../nbs/libraries/transformers/06_vision.ipynb #89db29fb
+def score_allowance(s32:float, s16:float)->float:
+    "How close to the threshold a score's near-tie is, in log-odds: twice what bf16 alone moves that query's score, at least the floor."
+    return max(NEAR_TIE_FLOOR, BF16_DRIFT_FACTOR * abs(log_odds(s16) - log_odds(s32)))
+
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d2c1ae35
 def kept_queries(scores:torch.Tensor, threshold:float=DETECTION_THRESHOLD)->tuple: # (query indices, whether they are detections over the threshold)
     "The queries a user keeps (score at least `threshold`), or, when none is, the `DETECTION_TOP` likeliest."
@@ -331,7 +338,7 @@ def detection_text(scores, labels, id2label, threshold:float=DETECTION_THRESHOLD
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #03270b19
 def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device", threshold:float=DETECTION_THRESHOLD)->dict: # ok, cpu_match, prediction
     "Detections against fp32's: each box kept at `threshold` found on the device with IoU at least `DETECTION_IOU` (or no further from fp32's than twice bf16's box, or its corners within `BOX_PIXELS`), the same label (or bf16's, or a near-tie) and a score over the threshold (or at a near-tie of it); no box kept that fp32 does not keep."
-    (s32, c32, lp32), (s16, c16, _), (sd, cd, _) = (query_scores(r["logits"], id2label) for r in (ref["fp32"], ref["bf16"], dev))
+    (s32, c32, lp32), (s16, c16, lp16), (sd, cd, _) = (query_scores(r["logits"], id2label) for r in (ref["fp32"], ref["bf16"], dev))
     b32, b16, bd = ref["fp32"]["boxes"], ref["bf16"]["boxes"], dev["boxes"]
     name = lambda i: repr(label_name(id2label, int(i)))
     prediction = f"boxes on {device}: {detection_text(sd, cd, id2label, threshold)} | CPU fp32: {detection_text(s32, c32, id2label, threshold)}"
@@ -349,16 +356,16 @@ def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device",
         near = float((box_corners(bd[m], size) - box_corners(b32[q], size)).abs().max()) <= BOX_PIXELS   # NaN: not near
         if 1 - iou > max(1 - DETECTION_IOU, BF16_DRIFT_FACTOR * (1 - iou16)) and not near: wrong.append(f"the box of fp32's {name(c32[q])} at IoU {iou:.2f} (bf16's {iou16:.2f})"); continue
         if int(cd[m]) not in (int(c32[q]), int(c16[q])):
-            tie, gap = near_tie(lp32[q], c32[q], cd[m])
-            (ties if tie else wrong).append(f"{name(cd[m])} for fp32's {name(c32[q])} (gap {gap:.3f})")
+            tie, gap, allowed = near_tie(lp32[q], c32[q], cd[m], lp16[q])
+            (ties if tie else wrong).append(f"{name(cd[m])} for fp32's {name(c32[q])} ({gap_text(gap, allowed)})")
         if over and sd[m] < threshold <= s16[q]:
-            gap = log_odds(s32[q]) - log_odds(threshold)
-            (ties if gap <= NEAR_TIE_NATS else wrong).append(f"fp32's {name(c32[q])} {float(s32[q]):.2f} kept, {float(sd[m]):.2f} on the device")
+            gap, allowed = log_odds(s32[q]) - log_odds(threshold), score_allowance(s32[q], s16[q])
+            (ties if gap <= allowed else wrong).append(f"fp32's {name(c32[q])} {float(s32[q]):.2f} kept, {float(sd[m]):.2f} on the device ({gap_text(gap, allowed)})")
     for d in (sd >= threshold).nonzero()[:, 0].tolist():
         j = same_box(b32, bd[d], d)
         if s32[j] >= threshold or s16[j] >= threshold: continue
-        gap = log_odds(threshold) - log_odds(s32[j])
-        (ties if gap <= NEAR_TIE_NATS else wrong).append(f"a {name(cd[d])} box {float(sd[d]):.2f} that fp32 does not keep ({float(s32[j]):.2f})")
+        gap, allowed = log_odds(threshold) - log_odds(s32[j]), score_allowance(s32[j], s16[j])
+        (ties if gap <= allowed else wrong).append(f"a {name(cd[d])} box {float(sd[d]):.2f} that fp32 does not keep ({float(s32[j]):.2f}; {gap_text(gap, allowed)})")
     if wrong: return fail("; ".join(wrong[:3]))
     if ties: return {"ok": True, "cpu_match": "~ near-tie: " + "; ".join(ties[:3]), "prediction": prediction}
     return {"ok": True, "cpu_match": "Y", "prediction": prediction}
