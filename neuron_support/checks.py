@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['NEAR_TIE_FLOOR', 'BF16_DRIFT_FACTOR', 'NEAR_TIE_CONTENDERS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'bf16_drift',
-           'near_tie', 'gap_text', 'fingerprint', 'reference_file', 'save_reference', 'load_reference',
+           'tie_allowance', 'near_tie', 'gap_text', 'fingerprint', 'reference_file', 'save_reference', 'load_reference',
            'cpu_references', 'KernelWatch', 'quoted', 'compare_predictions', 'label_name', 'check_hidden_states',
            'check_score', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
 
@@ -32,6 +32,12 @@ def bf16_drift(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities at a st
     moved = moved[torch.isfinite(moved)]   # a token bf16 rules out altogether moves nothing that can be measured
     return float(moved.max() - moved.min()) if len(moved) > 1 else 0.0
 
+# %% ../nbs/09_checks.ipynb #e8bd6588
+def tie_allowance(drift, # what bf16 alone moves a step (`bf16_drift`): a float, or a tensor of them
+                 ): # the largest gap that is a near-tie there
+    "The largest gap a near-tie may have where bf16 moves a step by `drift`: twice that, never less than the floor."
+    return (BF16_DRIFT_FACTOR * drift).clamp(min=NEAR_TIE_FLOOR) if torch.is_tensor(drift) else max(NEAR_TIE_FLOOR, BF16_DRIFT_FACTOR * drift)
+
 # %% ../nbs/09_checks.ipynb #32f3342e
 def near_tie(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities at this step (1-d tensor)
              cpu_token:int, # the CPU's token at this step
@@ -39,8 +45,7 @@ def near_tie(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities at this s
              lp16_row:torch.Tensor|None=None, # the CPU's bf16 log-probabilities at the same step (None: nothing measured, the floor alone)
             )->tuple: # (whether it is a near-tie, the gap in nats, the largest gap bf16 allows at this step)
     "The gap between the CPU's and the device's tokens under the CPU's fp32 distribution, and whether bf16 alone could have caused it."
-    drift = 0.0 if lp16_row is None else bf16_drift(lp32_row, lp16_row, (cpu_token, dev_token))
-    allowed = max(NEAR_TIE_FLOOR, BF16_DRIFT_FACTOR * drift)
+    allowed = tie_allowance(0.0 if lp16_row is None else bf16_drift(lp32_row, lp16_row, (cpu_token, dev_token)))
     if not 0 <= int(dev_token) < len(lp32_row): return False, math.inf, allowed
     gap = float(lp32_row[int(cpu_token)] - lp32_row[int(dev_token)])
     return gap <= allowed, gap, allowed
@@ -222,7 +227,7 @@ def top_k_shared(logits32:torch.Tensor, logits16:torch.Tensor, logits_dev:torch.
     "How many of the device's top k labels fp32 holds in its top k, or within a near-tie of its k-th that bf16 could cause (at a tie, which labels make the top k is arbitrary)."
     lp, lp16 = logits32.float().log_softmax(-1), logits16.float().log_softmax(-1)
     top, kth = logits_dev.topk(k).indices.tolist(), float(lp.topk(k).values[-1])
-    allowed = max(NEAR_TIE_FLOOR, BF16_DRIFT_FACTOR * bf16_drift(lp, lp16, top))
+    allowed = tie_allowance(bf16_drift(lp, lp16, top))
     return sum(float(lp[i]) >= kth - allowed for i in top)
 
 # %% ../nbs/09_checks.ipynb #0195c0aa

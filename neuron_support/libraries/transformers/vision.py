@@ -13,7 +13,7 @@ from ...photo import photo, photo_tensor, picture_tensor, label_font, INPUT_PICT
 from .load import load_model, model_inputs
 from ...core import forward_twice, reference_key, as_dtype
 from .checks import with_attention, cpu_check
-from ...checks import cpu_references, KernelWatch, check_hidden_states, near_tie, gap_text, NEAR_TIE_FLOOR, NEAR_TIE_CONTENDERS, BF16_DRIFT_FACTOR, top_k, top_k_shared, check_classifier, ranking_steps, label_name
+from ...checks import cpu_references, KernelWatch, check_hidden_states, near_tie, gap_text, tie_allowance, NEAR_TIE_FLOOR, NEAR_TIE_CONTENDERS, BF16_DRIFT_FACTOR, top_k, top_k_shared, check_classifier, ranking_steps, label_name
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #3beaab52
 def image_inputs(proc, # the checkpoint's image processor, or its processor (image processor and tokenizer) for zero-shot
@@ -238,7 +238,7 @@ def pixel_agreement(l32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor)->tupl
     gap = (lp.gather(0, p32[None]) - lp.gather(0, pdev[None]))[0]   # how far below fp32's class fp32 puts the device's, in nats
     top = torch.cat([lp.topk(min(NEAR_TIE_CONTENDERS, len(lp)), dim=0).indices, pdev[None]])   # each pixel's contenders
     moved = (lp16 - lp).gather(0, top)
-    allowed = (BF16_DRIFT_FACTOR * (moved.max(0).values - moved.min(0).values)).nan_to_num(0).clamp(min=NEAR_TIE_FLOOR)
+    allowed = tie_allowance((moved.max(0).values - moved.min(0).values).nan_to_num(0))
     return float(same.float().mean()), float((same | (gap <= allowed)).float().mean())
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a03
@@ -314,7 +314,7 @@ def log_odds(p:float)->float:
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #89db29fb
 def score_allowance(s32:float, s16:float)->float:
     "How close to the threshold a score's near-tie is, in log-odds: twice what bf16 alone moves that query's score, at least the floor."
-    return max(NEAR_TIE_FLOOR, BF16_DRIFT_FACTOR * abs(log_odds(s16) - log_odds(s32)))
+    return tie_allowance(abs(log_odds(s16) - log_odds(s32)))
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d2c1ae35
 def kept_queries(scores:torch.Tensor, threshold:float=DETECTION_THRESHOLD)->tuple: # (query indices, whether they are detections over the threshold)
