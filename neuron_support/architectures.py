@@ -68,7 +68,7 @@ def members_text(entry:dict)->str|None:
 def entry_columns(entry:dict, stack:Stack)->dict:
     "The columns of an architecture's row that its manifest entry and the stack give."
     return {"model_type": entry["model_type"], "class": entry["class"], "group": entry["group"], "params": entry.get("params"),
-            "members": members_text(entry), **stack_columns(stack)}
+            "head": entry.get("head"), "members": members_text(entry), **stack_columns(stack)}
 
 # %% ../nbs/24_architectures.ipynb #a7c3e915
 def with_members(table:pd.DataFrame, manifest:list)->pd.DataFrame:

@@ -6,7 +6,7 @@
 __all__ = ['NEAR_TIE_FLOOR', 'BF16_DRIFT_FACTOR', 'NEAR_TIE_CONTENDERS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'bf16_drift',
            'tie_allowance', 'near_tie', 'gap_text', 'fingerprint', 'reference_file', 'save_reference', 'load_reference',
            'cpu_references', 'KernelWatch', 'quoted', 'compare_predictions', 'label_name', 'check_hidden_states',
-           'check_score', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
+           'check_score', 'labels_moved', 'moved_text', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
 
 # %% ../nbs/09_checks.ipynb #87029c5c
 import functools, gc, hashlib, json, math, os, subprocess, sys, time
@@ -213,6 +213,20 @@ def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
     if d <= allowed: return {"ok": True, "cpu_match": "Y", "prediction": f"score {vdev:.3f}"}
     return {"ok": False, "cpu_match": f"N score {vdev:.3f} vs {v32:.3f} (distance {d:.3f} > {allowed:.3f})", "prediction": f"score {vdev:.3f}"}
 
+# %% ../nbs/09_checks.ipynb #0fa1f5df
+def labels_moved(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities over a head's labels
+                 lp16_row:torch.Tensor, # the CPU's bf16 ones
+                 lpdev_row:torch.Tensor, # the device's
+                )->tuple: # (how far the device moves the labels against each other, nats; what is allowed)
+    "How far the device moves a single-prediction head's likeliest labels (fp32's and its own) against each other, and the allowance: SCORE_MAX_DISTANCE, or twice what bf16 moves the same labels."
+    mine = lpdev_row.float().topk(min(NEAR_TIE_CONTENDERS, len(lpdev_row))).indices.tolist()
+    return bf16_drift(lp32_row, lpdev_row, mine), max(SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR * bf16_drift(lp32_row, lp16_row, mine))
+
+# %% ../nbs/09_checks.ipynb #ec5477d9
+def moved_text(moved:float, allowed:float)->str:
+    "`N the labels moved 3.500 nats against each other (at most 1.000)`: `labels_moved`'s failure, said."
+    return f"N the labels moved {moved:.3f} nats against each other (at most {allowed:.3f})"
+
 # %% ../nbs/09_checks.ipynb #951000f9
 TOP_K, TOP_K_OVERLAP = 5, 4 # a classifier's top five must share at least four labels with fp32's
 
@@ -241,7 +255,7 @@ def check_classifier(ref:dict, # {"fp32": {"logits": [labels]}, "bf16": {...}}: 
                      id2label:dict|None, # the labels' names
                      device:str="device", # what the prediction calls the device
                     )->dict: # ok, cpu_match, prediction
-    "An image classifier: the top label by the encoders' rule, and the top five sharing at least four labels with fp32's."
+    "An image classifier: the top label by the encoders' rule, the top five sharing at least four labels with fp32's, and the labels moved no further than a score may be (`labels_moved`)."
     r32, r16, d = (t.detach().float().cpu().reshape(-1) for t in (ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"]))
     if d.shape != r32.shape: return {"ok": False, "cpu_match": f"N output shape {list(d.shape)} vs {list(r32.shape)}", "prediction": ""}
     if bool(torch.isnan(d).any()): return {"ok": False, "cpu_match": "N the device output has NaNs", "prediction": ""}
@@ -253,6 +267,8 @@ def check_classifier(ref:dict, # {"fp32": {"logits": [labels]}, "bf16": {...}}: 
         return {"ok": False, "prediction": prediction, "cpu_match": f"N differs: {names[0]} vs {names[1]} ({gap_text(gap, allowed)})"}
     if (shared := top_k_shared(r32, r16, d, k)) < min(TOP_K_OVERLAP, k):
         return {"ok": False, "prediction": prediction, "cpu_match": f"N the top {k} share {shared} labels with fp32's (at least {TOP_K_OVERLAP})"}
+    if (moved := labels_moved(r32.log_softmax(-1), r16.log_softmax(-1), d.log_softmax(-1)))[0] > moved[1]:
+        return {"ok": False, "prediction": prediction, "cpu_match": moved_text(*moved)}
     return {"ok": True, "prediction": prediction, "cpu_match": "Y" if verdict == "Y" else f"~ near-tie ({gap_text(gap, allowed)})"}
 
 # %% ../nbs/09_checks.ipynb #a25550c4

@@ -334,6 +334,7 @@ ARCH_SCHEMA = pa.schema([
     pa.field("settings", pa.string()), pa.field("graph_breaks", pa.int64()), pa.field("graph_break", pa.string()),
     pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
     pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),
+    pa.field("head", pa.string()), # what the builder did to the output layer so that its logits spread as a trained model's (`sharp_output`: "lm_head x25.1")
     pa.field("members", pa.string()), # where a row answers for a family (timm's): every architecture of it, space-separated, so that a checkpoint's own finds its row
     pa.field("library", pa.string(), nullable=False), *[pa.field(v, pa.string()) for v in ("library_version", *VERSION_COLUMNS)],
     pa.field("device", pa.string()), pa.field("backend", pa.string()), pa.field("tested_at", pa.timestamp("us", tz="UTC")),

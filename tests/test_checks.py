@@ -526,12 +526,13 @@ def test_smollm2_run_with_noisy_weights_fails_the_output_check(smol, tmp_path):
 
 # --- power: a near-tie that bf16 could cause (issue 57) -----------------------------------------------------------
 
-FLAT = ("llama:LlamaForCausalLM", "bert:BertForTokenClassification", "vit:ViTForImageClassification")   # the builder's: flat outputs
+FLAT = ("llama:LlamaForCausalLM", "bert:BertForTokenClassification", "vit:ViTForImageClassification",
+        "bert:BertForSequenceClassification")   # the builder's: flat outputs before it drew them sharp (`sharp_output`); a two-label head last
 
 
 @pytest.fixture(scope="module")
 def flat_checkpoints(tmp_path_factory) -> dict:
-    "The architecture table's builder's tiny checkpoints of a causal LM, a token classifier and an eight-class image classifier: random, flat heads."
+    "The architecture table's builder's tiny checkpoints of a causal LM, a token classifier, an eight-class image classifier and a two-label text classifier."
     from neuron_support.architectures import build_checkpoints
     built = build_checkpoints("transformers", list(FLAT), tmp_path_factory.mktemp("flat"), say=lambda line: None)
     return {f"{e['model_type']}:{e['class']}": Path(e["folder"]) for e in built if "folder" in e}
@@ -541,7 +542,9 @@ def flat_checkpoints(tmp_path_factory) -> dict:
 def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_checkpoints, tmp_path):
     """A tiny random checkpoint spreads its outputs thin (a whole vocabulary within a nat or two, labels tenths apart): with
     a fixed 0.5-nat near-tie its damaged run passed as "~ near-tie" (issue 57's measures: each of these three did). The
-    near-tie now is what bf16 moves the step, measured: the run with noise on its weights is FAIL(output), the intact run PASS."""
+    near-tie now is what bf16 moves the step, measured, and the builder draws each output layer sharp as a trained one's
+    (`sharp_output`): the run with noise on its weights is FAIL(output), the intact run PASS. A two-label head keeps fp32's
+    class under damage half the time: its labels are held as a score is (`labels_moved`), and a damaged run moves them."""
     from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
     from neuron_support.stack import detect_stack
@@ -554,4 +557,5 @@ def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_chec
         verdicts[damage or "intact"] = (o["result"], o["cpu_match"])
     print(verdicts)
     assert verdicts["intact"][0] == "PASS" and verdicts["intact"][1][0] in "Y~", verdicts
-    assert verdicts["noise"][0] == "FAIL(output)" and ", bf16 allows " in verdicts["noise"][1], verdicts
+    assert verdicts["noise"][0] == "FAIL(output)", verdicts
+    assert ", bf16 allows " in verdicts["noise"][1] or verdicts["noise"][1].startswith("N the labels moved "), verdicts

@@ -13,7 +13,7 @@ import transformers
 from ...facts import JUDGE_MODEL, TASK_KINDS, ENCODER_HEADS, encoder_task_kind
 from ...core import memory_error, as_dtype, say
 from ...processes import first_line
-from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score)
+from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score, labels_moved, moved_text)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
 def with_attention(compute, # compute(attention) -> the reference, computed with that attention implementation
@@ -295,7 +295,7 @@ def check_encoder(task_kind:str, # one of TASK_KINDS
                   tokenizer=None, # the checkpoint's tokenizer: the mask token and texts
                   id2label:dict|None=None, # the config's id2label
                  )->dict: # ok, cpu_match, prediction
-    "The verdict on an encoder's forward pass against the CPU's fp32 and bf16 runs."
+    "The verdict on an encoder's forward pass against the CPU's fp32 and bf16 runs (a single class's labels also held as a score is: `labels_moved`)."
     inputs = inputs or {}
     ids, attention = inputs.get("input_ids"), inputs.get("attention_mask")
     if not torch.is_tensor(dev): dev = encoder_output(dev, task_kind, ids, getattr(tokenizer, "mask_token_id", None))
@@ -311,6 +311,8 @@ def check_encoder(task_kind:str, # one of TASK_KINDS
     p32, pdev = r32.argmax(-1), rdev.argmax(-1)
     verdict, i, gap, allowed = compare_predictions(r32.log_softmax(-1), r16.log_softmax(-1), pdev)
     prediction = describe_prediction(task_kind, rdev, positions, ids, tokenizer, id2label)
+    if task_kind == "sequence-classification" and verdict != "N" and (moved := labels_moved(*(r.log_softmax(-1)[0] for r in (r32, r16, rdev))))[0] > moved[1]:
+        return {"ok": False, "cpu_match": moved_text(*moved), "prediction": prediction}
     if verdict == "Y": return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     at = f" at token {int(positions[i]) + 1}" if positions[i] >= 0 else ""
     if verdict == "~": return {"ok": True, "cpu_match": f"~ near-tie{at} ({gap_text(gap, allowed)})", "prediction": prediction}

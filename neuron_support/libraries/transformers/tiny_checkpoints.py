@@ -23,7 +23,7 @@ from tokenizers.processors import TemplateProcessing
 from ...stack import write_atomic
 from ...photo import photo
 from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template, demo_dir,
-                    sure_zero_shot_detector, sure_mask_classifier, HEAD_SCALE)
+                    sure_zero_shot_detector, sure_mask_classifier)
 from .library import IMAGE_TO_TEXT, unserved
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
@@ -744,14 +744,6 @@ def timm_pretrained_cfg(scale:int=1)->dict:
     from timm.models._hub import filter_pretrained_cfg
     return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(), remove_source=True, remove_null=True)))
 
-# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7942f133
-def sure_text_decoder(model, # a BLIP, in float32
-                      proc=None, # its processor (unused: SURE's calls give it)
-                     ):
-    "BLIP's text decoder made confident, as a trained captioner's: its prediction head's LayerNorm scaled by HEAD_SCALE, and with it the logits (its output embeddings are tied to the input's, which scaling them would grow too); a BLIP without a text decoder left alone."
-    if hasattr(model, "text_decoder"):
-        with torch.no_grad(): model.text_decoder.cls.predictions.transform.LayerNorm.weight.mul_(HEAD_SCALE)
-
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #8c2d0e02
 def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
     "A palette of colours evenly spaced in each channel, in the -1..1 range of ImageGPT's clusters."
@@ -761,11 +753,11 @@ def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
 IMAGE_PROCESSORS = {"timm_wrapper": lambda s: transformers.TimmWrapperImageProcessor(pretrained_cfg=timm_pretrained_cfg(s)),
                     "imagegpt": lambda s: transformers.ImageGPTImageProcessor(clusters=color_cube(), size={"height": 32, "width": 32})}
 # by type: its image processor, made with what its checkpoints keep (ImageGPT's: 32 x 32 pixels, its 1,024 positions)
-SURE = {"owlvit": sure_zero_shot_detector, "owlv2": sure_zero_shot_detector, "mask2former": sure_mask_classifier, "blip": sure_text_decoder}
+SURE = {"owlvit": sure_zero_shot_detector, "owlv2": sure_zero_shot_detector, "mask2former": sure_mask_classifier}
 # by type: the demo's making its random weights tell the photograph's parts apart, as a trained model's do. At random an OWL's every box scores
 # about one half against every query, and every one of its thousands of boxes is kept at 0.1, each moved by bf16's rounding alone as far as
-# by a wrong answer; a Mask2Former's every pixel is a near-tie; BLIP's every next token is within half a nat of others, so a damaged
-# decoder's first token differs at a near-tie. None could fail or pass for its own reasons.
+# by a wrong answer; a Mask2Former's every pixel is a near-tie. Neither could fail or pass for its own reasons. Every other head is drawn
+# sharp by `save_tiny` (`sharp_output`), by one rule.
 NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: its from_pretrained makes timm's model of the name given (a local folder is refused), "
                                   "so a run of it is a run of that timm model, which timm's architecture table answers for"}
 # by type: why a class has no checkpoint a run could load (a SKIP that says so, where the table would otherwise say why the build failed)
@@ -810,7 +802,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "14" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "16" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -857,8 +849,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         dest.mkdir(parents=True, exist_ok=True)
         whisper = group == "run_speech_seq2seq" and model_type == "whisper"   # its generate reads fields that no config derives
         sure = (lambda model: SURE[model_type](model, proc)) if model_type in SURE else None
-        save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None, prepare=sure)
-        done = {"version": version, "params": n}
+        head = save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None, prepare=sure)
+        done = {"version": version, "params": n, "head": head}
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
         why = unserved(cls_name, model_type, {})   # a class no runner serves: what the plan would say of a checkpoint, not why this one was not built
