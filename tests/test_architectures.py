@@ -50,7 +50,7 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert (ran.library == "transformers").all() and (ran.device == "cpu").all() and ran.tested_at.notna().all()
     assert ran.run_py.str.contains("PLAN = ").all() and (ran.params < 30_000_000).all()
     assert t.loc[("mamba", "MambaForCausalLM")].settings == "one prefill" and t.loc[("llama", "LlamaForCausalLM")].settings == "card"
-    assert t.loc[("llama", "LlamaForCausalLM")].head.startswith("lm_head x") and t.loc[("bert", "BertForMaskedLM")].head.endswith("(cls.predictions.decoder shares the input embeddings)")   # what the builder drew sharp
+    assert t.loc[("llama", "LlamaForCausalLM")]["head"].startswith("lm_head x") and t.loc[("bert", "BertForMaskedLM")]["head"].endswith("(cls.predictions.decoder shares the input embeddings)")   # what the builder drew sharp
     blender = json.loads((Path(build_folder("blenderbot", "BlenderbotForConditionalGeneration")) / "config.json").read_text())
     assert blender["max_position_embeddings"] == 128   # its run passed within its own 128 positions
     assert "harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): 0" in p.stdout
