@@ -29,7 +29,7 @@ from .facts import RESULTS
 from .processes import hub_answers
 from .checkpoint_files import untrusted_json, UntrustedJSON
 from .untrusted import printable
-from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, pairs, unchecked)
+from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, DAMAGE, pairs, unchecked)
 
 # %% ../nbs/21_app.ipynb #5ef5064d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -646,13 +646,20 @@ def culprit(row:pd.Series)->str:
     if key in CULPRITS: return f"{CULPRITS[key]}: {what}" if what else CULPRITS[key]
     return f"the CPU fails too: {c}" if c and c != "ok" else what   # a table made before the culprit column
 
+# %% ../nbs/21_app.ipynb #0561bc56
+def damage_caught(row:pd.Series)->str:
+    "Whether a passing row's check was shown to fail on its checkpoint damaged: the damage it caught, each it missed with what it said; empty where none was tried."
+    tried = {d: r for d in DAMAGE if (r := text_of(row.get(f"damage_{d}")))}
+    caught = " and ".join(d for d, r in tried.items() if r == "FAIL(output)")
+    return "; ".join([*([caught] if caught else []), *(f"not {d}: {r}" for d, r in tried.items() if r != "FAIL(output)")])
+
 # %% ../nbs/21_app.ipynb #440f5785
 ARCH_SHOWN = {"model_type": "model type", "class": "class", "group": "group", "runner": "runner", "result": "result", "culprit": "culprit",
-              "graph_breaks": "graph breaks", "compile_s": "compile s", "pair": "pair"} # the architecture table's columns as its views show them
+              "damage": "damage caught", "graph_breaks": "graph breaks", "compile_s": "compile s", "pair": "pair"} # the architecture table's columns as its views show them
 
 def architecture_display(rows:pd.DataFrame)->pd.DataFrame:
     "Architecture rows as the text table the pages show; the pair only where they hold several (the page says the one)."
-    t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [])
+    t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [], damage=[damage_caught(r) for _, r in rows.iterrows()] if len(rows) else [])
     shown = [c for c in ARCH_SHOWN if c != "pair" or rows.pair.nunique() > 1]
     t = t[shown].rename(columns=ARCH_SHOWN).astype(object)
     return t.where(t.notna(), "").reset_index(drop=True)

@@ -17,7 +17,7 @@ from .facts import MAX_NEW_TOKENS
 from .registry import make_plan, library_stack, library_of, libraries
 from .plan import checkpoint_name
 from .script import render_run_py, script_identity
-from .publish import (CULPRITS, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE, unchecked)
+from .publish import (CULPRITS, DAMAGE, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE, unchecked)
 from .sweep import sweep, SweepItem, run_folder, one_ray, ends_whole
 # Torch-free, as the sweep's driver is: the checkpoints are built by the library's `builder` in a process of its own.
 
@@ -193,12 +193,63 @@ def check_wider(rows:list, # the architecture rows this invocation made
     verdict = {k: wider_verdict(r, runs.get(checkpoint_name(wide[k]["folder"])) if k in wide and plans.get(k) else None) for k, r in suspects.items()}
     return [verdict.get((r["model_type"], r["class"]), r) for r in rows]
 
+# %% ../nbs/24_architectures.ipynb #24ec1be4
+def damage_result(run:dict|None)->str|None:
+    "A damaged run's result as the table holds it (`damage_noise`, `damage_swap`): its result, and what the check said where the damage passed; None where it did not run."
+    if not run: return None
+    return f"PASS {run.get('cpu_match') or ''}".strip() if run.get("result") == "PASS" else run.get("result")
+
+# %% ../nbs/24_architectures.ipynb #c775bb65
+def undamaged(table:pd.DataFrame, # the pair's architecture table
+              manifest:list, # this invocation's entries
+             )->dict: # {(model_type, class): entry}
+    "The entries built this time whose row passes with a damaged run missing."
+    rows = table[(table.result == "PASS") & (table.damage_noise.isna() | table.damage_swap.isna())]
+    passing = set(zip(rows.model_type, rows["class"]))
+    return {(e["model_type"], e["class"]): e for e in manifest if "folder" in e and (e["model_type"], e["class"]) in passing}
+
+# %% ../nbs/24_architectures.ipynb #dbea1e9b
+def check_damage(table:pd.DataFrame, # the pair's architecture table, this invocation's rows in
+                 manifest:list, stack:Stack, work:Path, pair:str, say, # the entries, the stack, the runs' folder, the pair, progress
+                 **sweep_args, # sweep()'s: time_limit, address, slots, stream
+                )->list: # the rows that got damaged runs, with their results
+    "Each passing row's checkpoint run damaged by each of `DAMAGE`, on the sweep's machinery: the rows with `damage_noise` and `damage_swap` filled in."
+    todo = undamaged(table, manifest)
+    if not todo: return []
+    say(f"{len(todo)} passing: running each again damaged ({' and '.join(DAMAGE)}), to show that its check fails on a wrong output")
+    items = {k: plan_entry(e, stack, sweep_args["time_limit"], {})[0] for k, e in todo.items()}
+    rows = {k: r for r in table.to_dict("records") if (k := (r["model_type"], r["class"])) in todo}
+    for d in DAMAGE:
+        folder, since = work / f"damaged-{d}", pd.Timestamp.now(tz="UTC")
+        with environment(HF_HUB_OFFLINE="1"):
+            sweep(max_runs=len(items), items=list(items.values()), out_dir=folder, stack=stack, parameters={**PARAMETERS, "perturb": d}, prefetch_gb=0,
+                  report=False, names={i.model_id: f"{mt}:{c} ({d})" for (mt, c), i in items.items()}, **sweep_args)
+        runs = runs_of(folder, pair)
+        for k, e in todo.items():   # a run of an earlier invocation that this one did not run again says nothing of this checkpoint
+            run = runs.get(checkpoint_name(e["folder"]))
+            rows[k][f"damage_{d}"] = damage_result(run if run and pd.Timestamp(run["tested_at"]) >= since else None)
+    return list(rows.values())
+
 # %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
     "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute, and those whose check raised anywhere: the harness's own failures (none expected)."
     shared = table.cpu_eager.map(cpu_fails_too).astype(bool)   # an output the CPU's eager bf16 call spoils too is the CPU's
     cpu = (table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")
     return table[cpu | (table.culprit == "harness")]
+
+# %% ../nbs/24_architectures.ipynb #8d207398
+def power(table:pd.DataFrame)->list: # lines of text, none where no row was run damaged
+    "Per group, the damaged runs the check caught (`FAIL(output)`) of those run, noise and swap, then the rows whose damage passed."
+    tried = table[table.damage_noise.notna() | table.damage_swap.notna()]
+    if not len(tried): return []
+    caught = lambda t, d: f"{(t[f'damage_{d}'] == 'FAIL(output)').sum()}/{t[f'damage_{d}'].notna().sum()}"
+    share = lambda t: f"{sum((t[f'damage_{d}'] == 'FAIL(output)').sum() for d in DAMAGE) / max(1, sum(t[f'damage_{d}'].notna().sum() for d in DAMAGE)):.0%}"
+    lines = ["", f"damage the check caught (FAIL(output)) of the {len(tried)} passing row{'s' * (len(tried) != 1)} run damaged, by group:"]
+    lines += [f"  {g:44} noise {caught(t, 'noise'):>7}  swap {caught(t, 'swap'):>7}  {share(t):>4}" for g, t in [*tried.groupby(tried.group.fillna("-")), ("all", tried)]]
+    missed = tried[(tried.damage_noise != "FAIL(output)") | (tried.damage_swap != "FAIL(output)")]
+    lines += [f"  not caught: {r.model_type} {r['class']}: " + ", ".join(f"{d} {r[f'damage_{d}']}" for d in DAMAGE if r[f"damage_{d}"] != "FAIL(output)")[:160]
+              for _, r in missed.head(20).iterrows()]
+    return lines
 
 # %% ../nbs/24_architectures.ipynb #8b5a57ae
 def summary(table:pd.DataFrame)->str:
@@ -211,6 +262,7 @@ def summary(table:pd.DataFrame)->str:
     hf = harness_failures(table)
     lines += ["", f"harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
     lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.error_signature)[:120]}" for _, r in hf.iterrows()]
+    lines += power(table)
     fails = table[table.result.str.startswith("FAIL")]
     if len(fails):
         lines += ["", "failures by culprit (the CPU's own error where it fails too), commonest first:"]
@@ -229,6 +281,7 @@ def architectures(library:str="transformers", # the library whose architectures 
                   device:str|None=None, backend:str|None=None,
                   root=None, # where the tiny checkpoints go (None: beside the demo catalog)
                   stream=None, # where progress goes (stderr)
+                  damage:bool=True, # run each passing checkpoint damaged too (`check_damage`): whether its check can fail
                  )->Path: # the pair's architecture table
     "Build, plan and run a tiny checkpoint of every architecture `only` keeps; merge their rows into the pair's architecture table."
     stream = stream or sys.stderr
@@ -269,7 +322,11 @@ def architectures(library:str="transformers", # the library whose architectures 
             table = merge_architectures(table, rows)
             write_atomic(path, architecture_bytes(table))
         rows = check_wider(rows, library, stack, work, pair, root, say, time_limit=time_limit, address=address, slots=slots, stream=stream)
-    table = merge_architectures(table, rows)
-    write_atomic(path, architecture_bytes(table))
-    print(f"\n{summary(table)}\n\narchitecture table: {path}\nrun notebooks:      {work / 'runs' / pair}/")
+        table = merge_architectures(table, rows)
+        write_atomic(path, architecture_bytes(table))
+        if damage and max_runs != 0:   # --max-runs 0 runs nothing, damaged or not
+            table = merge_architectures(table, check_damage(table, manifest, stack, work, pair, say, time_limit=time_limit, address=address, slots=slots, stream=stream))
+            write_atomic(path, architecture_bytes(table))
+    damaged = "".join(f"\n{f'damaged ({d}):':20}{work / f'damaged-{d}' / 'runs' / pair}/" for d in DAMAGE if (work / f"damaged-{d}").is_dir())
+    print(f"\n{summary(table)}\n\narchitecture table: {path}\nrun notebooks:      {work / 'runs' / pair}/{damaged}")
     return path

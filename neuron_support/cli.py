@@ -124,7 +124,7 @@ def cmd_architectures(args):
     "Run the architecture table of a library on this stack, and print its summary and where it is."
     from neuron_support.architectures import architectures
     architectures(args.library, args.only, args.max_runs, out_folder(args.out), args.address, args.slots,
-                  args.time_limit, stack_from(args))
+                  args.time_limit, stack_from(args), damage=not args.no_damage)
 
 # %% ../nbs/22_cli.ipynb #aefbb2bc
 def cmd_publish(args):
@@ -204,6 +204,7 @@ def build_parser()->argparse.ArgumentParser:
     p.add_argument("--address", help="a Ray cluster's address (default: a local Ray)")
     p.add_argument("--slots", type=limit_number("--slots", whole=True), help=f"cores of the local Ray (on the CPU: concurrent rank processes), at most {LIMITS['--slots']:,} (default: the host's)")
     p.add_argument("--time-limit", type=limit_number("--time-limit"), default=300, help="seconds one run gets before it is killed with its ranks, at most a week (default: %(default)s)")
+    p.add_argument("--no-damage", action="store_true", help="do not run each passing checkpoint damaged (noise, swap) to show that its check fails on a wrong output; its row's damage columns stay empty")
     add_stack_options(p)
     p.set_defaults(handler=cmd_architectures)
 

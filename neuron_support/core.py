@@ -41,14 +41,14 @@ def init_rank(plan:dict, rank:int, port:int)->str: # the torch device of this ra
 
 # %% ../nbs/08_core.ipynb #80d7abdb
 def perturb_weights(model, how:str):
-    "Damage the loaded weights on purpose (test hook): 'noise' or 'swap'; '' leaves them alone."
+    "Damage the loaded weights on purpose (test hook): 'noise' on every weight, or 'swap' every weight matrix and kernel (the embeddings aside) flipped along its outputs; '' leaves them alone."
     if not how: return
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if how == "noise" and p.is_floating_point() and p.numel() > 1:
                 p.add_((torch.randn(p.shape, generator=g) * p.float().std().cpu()).to(p.dtype).to(p.device))
-            elif how == "swap" and p.dim() == 2 and "embed" not in name:
+            elif how == "swap" and p.dim() >= 2 and "embed" not in name:   # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
                 p.copy_(p.flip(0))
 
 # %% ../nbs/08_core.ipynb #5061051f

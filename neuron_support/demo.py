@@ -23,7 +23,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 # %% ../nbs/02_demo.ipynb #11e79ac0
 ORG = "neuron-support-demo"
-DEMO_VERSION = "25"
+DEMO_VERSION = "29"
 STAMP = ".demo-version"
 SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -202,11 +202,12 @@ LOGIT_SPREAD = 4.0 # the standard deviation of a tiny model's logits, as a train
 # %% ../nbs/02_demo.ipynb #69f932f8
 def output_layer(model, # a transformers model
                 )->tuple: # (its name, the layer), or (None, None) for a model without one
-    "The layer that makes a model's logits: its output embeddings (a language model's head), else its last Linear or convolution with one output a label, a label or none (a detector's), or a token (a CTC head's, a captioner's)."
+    "The layer that makes a model's logits: its output embeddings (a language model's head), else its last Linear or convolution, an auxiliary head's aside, with one output a label, a label or none (a detector's), or a token (a CTC head's, a captioner's)."
     out = model.get_output_embeddings()
     n, vocab = getattr(model.config, "num_labels", None), getattr(model.config.get_text_config(), "vocab_size", None)
     wanted = {n, n + 1 if n else None, vocab} - {None}
     for name, m in reversed(list(model.named_modules())):
+        if "auxiliary" in name: continue   # a segmenter's auxiliary head (BEiT's, DPT's) is trained beside the decode head, and gives no logits at inference
         if out is not None and m is out and isinstance(m, torch.nn.Linear): return name, m
         if out is None and (isinstance(m, torch.nn.Linear) and m.out_features in wanted or isinstance(m, torch.nn.Conv2d) and m.out_channels in wanted): return name, m
     return None, None
@@ -218,26 +219,50 @@ def final_norm(model)->tuple: # (its name, the module), or (None, None)
         if "norm" in type(m).__name__.lower() and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 1: return name, m
     return None, None
 
+# %% ../nbs/02_demo.ipynb #121f71a3
+def noise_image(config)->dict: # {"pixel_values": a batch of one}, empty where the config names no image size
+    "An image of normal noise at the size and channels a vision config names (its own or its `vision_config`'s), as a processor's normalised pixels are."
+    vision = getattr(config, "vision_config", None) or config
+    size, channels = getattr(vision, "image_size", None), getattr(vision, "num_channels", 3)
+    if isinstance(size, dict): size = [size.get("height"), size.get("width")]
+    h, w = (size, size) if isinstance(size, int) else tuple(size or ())[:2] or (None, None)
+    if not (isinstance(h, int) and isinstance(w, int) and isinstance(channels, int)): return {}
+    return {"pixel_values": torch.randn(1, channels, h, w, generator=torch.Generator().manual_seed(0))}
+
 # %% ../nbs/02_demo.ipynb #b842caed
 def measured_spread(model, # a random transformers model, in float32
                     head:torch.nn.Module, # its output layer (`output_layer`)
                    )->float|None: # the standard deviation of the head's outputs, or None where the model takes no text alone
-    "How far apart the head's outputs are on the model's own dummy inputs (a few token ids: a text model's), measured at the head."
+    "How far apart the head's outputs are on the model's own dummy inputs (a few token ids: a text model's), or on an image of noise at its size (a vision model's), measured at the head."
     seen = []
     hook = head.register_forward_hook(lambda m, args, out: seen.append(float(out.detach().float().std())))
     try:
-        with torch.no_grad(): model(**model.dummy_inputs)
-    except Exception: return None   # a model of images, sounds or both: the rows' norm stands in for it
+        for inputs in (model.dummy_inputs, noise_image(model.config)):
+            try:
+                with torch.no_grad(): model(**inputs)
+                break
+            except Exception: seen.clear()   # a model of images, sounds or both: the next inputs, else the rows' norm stands in
     finally: hook.remove()
     return seen[-1] if seen and math.isfinite(seen[-1]) and seen[-1] > 0 else None
+
+# %% ../nbs/02_demo.ipynb #767d8755
+def live_layers(model:torch.nn.Module)->str: # what was done, for the table
+    "A model whose hidden states are its output (no output layer: a bare encoder) with its Linear layers drawn at std 1/sqrt(fan-in), a trained model's scale, and its layer scales drawn near zero set to 1, from the current seed."
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        scales = [p for p in model.parameters() if p.dim() == 1 and p.is_floating_point() and p.any() and float(p.abs().max()) < 1e-3]   # a layer scale drawn near zero (ConvNeXt's 1e-6): every block starts as the identity
+        for m in layers: m.weight.normal_(0, m.in_features ** -0.5)
+        for p in scales: p.fill_(1.0)
+    return f"no output layer: its {len(layers)} Linear layers drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
 
 # %% ../nbs/02_demo.ipynb #f29f41b8
 def sharp_output(model, # a random transformers model, in float32
                  spread:float=LOGIT_SPREAD,
                 )->str: # what was done, for the table: "lm_head x25.1", or why nothing was
-    "Draw the model's output layer sharp: scaled so that its outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input embeddings; a layer already as sharp (T5's) is left alone."
+    "Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`): scaled so that its outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input embeddings; a layer already as sharp (T5's) is left alone."
     name, head = output_layer(model)
-    if head is None: return "no output layer: left as drawn"
+    if head is None and model.base_model is model: return live_layers(model)   # a bare model: its hidden states are its output, so its layers must matter
+    if head is None: return "no output layer found: left as drawn"   # a head that is no Linear over labels (a detector's text-query head, a mask classifier's)
     factor = spread / (measured_spread(model, head) or float(head.weight.detach().flatten(1).norm(dim=1).mean()))
     if factor <= 1: return f"{name} left as drawn (already sharp)"
     tied = any(m.weight is head.weight for m in model.modules() if isinstance(m, torch.nn.Embedding))
@@ -668,11 +693,11 @@ def save_clip_zero_shot(dest:Path, catalog:Path):
 # %% ../nbs/02_demo.ipynb #cd30966e
 def sure_timm_head(model, # a timm model, in float32
                    x:torch.Tensor, # the input its head is made sure on (the photograph, as a run makes it)
-                   spread:float=LOGIT_SPREAD)->None:
-    "Scale a random timm classifier's head (each layer that makes logits: LeViT's distillation head too), its biases zeroed, so that its logits on `x` spread as a trained one's; a model without a head is left as it is."
+                   spread:float=LOGIT_SPREAD)->str|None: # what `live_layers` did to a model without a head
+    "Scale a random timm classifier's head (each layer that makes logits: LeViT's distillation head too), its biases zeroed, so that its logits on `x` spread as a trained one's; a model without a head gets its layers live (`live_layers`)."
     n = getattr(model, "num_classes", 0)
     heads = [m for m in model.modules() if n and (isinstance(m, torch.nn.Linear) and m.out_features == n or isinstance(m, torch.nn.Conv2d) and m.out_channels == n)]
-    if not heads: return
+    if not heads: return live_layers(model)   # its pooled features are its output: its layers must matter
     with torch.no_grad():   # a random head's logits are a fraction of a nat apart, its bias as large (a ResNet's pooled features are small)
         for h in heads:
             if not h.weight.any(): torch.nn.init.normal_(h.weight, std=0.02)   # a head initialised to zero (Hiera's, gMLP's): every label alike
@@ -829,7 +854,7 @@ def save_timm(dest:Path, catalog:Path,
               architecture:str, # one of timm's model names (its `test_` ones are the smallest of their families)
               head:bool=True, # a head over IMAGENET_LABELS, or none (a feature extractor)
              ):
-    "A tiny random timm model saved as timm saves a Hub checkpoint; its head over eight ImageNet labels (synsets, described), scaled to LOGIT_SPREAD, or none."
+    "A tiny random timm model saved as timm saves a Hub checkpoint; its head over eight ImageNet labels (synsets, described), scaled to LOGIT_SPREAD, or none (its layers live)."
     import timm
     from timm.data import ImageNetInfo
     torch.manual_seed(seed_of(dest.name))
@@ -841,8 +866,8 @@ def save_timm(dest:Path, catalog:Path,
         picked = [index[l.split(", ")[0]] for l in IMAGENET_LABELS]
         labels = {"label_names": [info.index_to_label_name(i) for i in picked],
                   "label_descriptions": {info.index_to_label_name(i): info.index_to_description(i) for i in picked}}
-        from timm.data import resolve_data_config, create_transform
-        sure_timm_head(model, create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0))   # the photograph, as a run makes it
+    from timm.data import resolve_data_config, create_transform
+    sure_timm_head(model, create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0))   # the photograph, as a run makes it; without a head, its layers live
     save_timm_checkpoint(model, dest, labels)
 
 # %% ../nbs/02_demo.ipynb #0acede55

@@ -327,6 +327,7 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in the CPU's own call too, where a device lowers the call itself",
             "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)",
             "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so nothing was compared"} # whose a FAIL is (the `culprit` column)
+DAMAGE = ("noise", "swap") # how a passing architecture's checkpoint is run damaged (run.py's test hook `perturb`): noise on its weights, its weight matrices and kernels flipped
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
     pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),
@@ -335,6 +336,7 @@ ARCH_SCHEMA = pa.schema([
     pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
     pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),
     pa.field("head", pa.string()), # what the builder did to the output layer so that its logits spread as a trained model's (`sharp_output`: "lm_head x25.1")
+    *[pa.field(f"damage_{d}", pa.string()) for d in DAMAGE], # a passing row's runs damaged (noise on its weights, its weight matrices and kernels flipped): FAIL(output) where its check caught it, else the result and what the check said
     pa.field("members", pa.string()), # where a row answers for a family (timm's): every architecture of it, space-separated, so that a checkpoint's own finds its row
     pa.field("library", pa.string(), nullable=False), *[pa.field(v, pa.string()) for v in ("library_version", *VERSION_COLUMNS)],
     pa.field("device", pa.string()), pa.field("backend", pa.string()), pa.field("tested_at", pa.timestamp("us", tz="UTC")),

@@ -941,6 +941,7 @@ def test_an_untested_models_page_answers_by_its_architecture(browser, architectu
     assert pg.locator("#untested-architecture").inner_text() == ("Not tested on any pair. On the Hub, its config.json declares model type bert "
                                                                  "and class BertForMaskedLM.")
     assert column(pg, "class", "#untested-arch") == ["BertForMaskedLM"] and column(pg, "result", "#untested-arch") == ["PASS"]
+    assert column(pg, "damage caught", "#untested-arch") == ["noise and swap"]   # and that its check fails a damaged BERT
     said = pg.locator("#untested-tested").inner_text()
     assert said.startswith(f"{bert.model_id.nunique()} tested checkpoints of this model type, {len(bert)} newest runs (one a library): "), said
     assert said.endswith(f"{len(bert)} PASS.") and (bert.result == "PASS").all(), said
@@ -968,6 +969,8 @@ def test_the_architectures_view_and_a_tested_models_type(browser, architectures_
     assert culprits[types.index("fnet")].startswith("fails everywhere in bf16: the CPU fails too, eagerly, and four times as wide as well (transformers' code): NotImplementedError"), culprits
     assert culprits[types.index("mpt")].startswith("the card's settings do not fit this architecture"), culprits
     assert results[types.index("gptj")] == "SKIP" and culprits[types.index("gptj")].startswith("the tiny checkpoint's own failure"), culprits
+    caught = column(pg, "damage caught", "#architectures-table")   # each passing row's check shown to fail on its damaged checkpoint
+    assert [c for c, r in zip(caught, results) if r == "PASS"] == ["noise and swap"] * results.count("PASS") and caught[types.index("mpt")] == "", caught
     assert culprits[types.index("dbrx")].startswith("transformers' own defaults do not make it (DbrxConfig(): AttributeError: ") and results[types.index("dbrx")] == "SKIP"   # why it was not built
     pg.select_option("#result", "FAIL(gen)")
     pg.get_by_role("button", name="Show").click()

@@ -59,6 +59,13 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert "start llama:LlamaForCausalLM on cores" in p.stderr and "architectures/llama/LlamaForCausalLM on cores" not in p.stderr   # named as the table names it
     runs = out / "architecture-runs" / "runs" / PAIR
     assert len(list(runs.glob("*/run.ipynb"))) == len(ran) + 3   # each run's notebook, and the three run again four times as wide
+    passing = t[t.result == "PASS"]   # each run again damaged, against its intact CPU reference: the check fails every one (issue 57)
+    assert (passing.damage_noise == "FAIL(output)").all() and (passing.damage_swap == "FAIL(output)").all(), passing[["damage_noise", "damage_swap"]]
+    assert t[t.result != "PASS"].damage_noise.isna().all() and t[t.result != "PASS"].damage_swap.isna().all()   # a FAIL or SKIP has nothing to show
+    assert f"{len(passing)} passing: running each again damaged (noise and swap)" in p.stderr and "start llama:LlamaForCausalLM (swap) on cores" in p.stderr
+    assert f"  all{' ' * 42}noise {f'{len(passing)}/{len(passing)}':>7}  swap {f'{len(passing)}/{len(passing)}':>7}  100%" in p.stdout, p.stdout[-1500:]
+    for d in ("noise", "swap"):   # the damaged runs' notebooks, to open as any run's
+        assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(passing)
 
 
 def build_folder(model_type, cls):
@@ -79,6 +86,23 @@ def test_a_second_invocation_runs_nothing(architecture_table, tmp_path):
     pd.testing.assert_frame_equal(read_architectures(architecture_path(mine, PAIR)), before)
 
 
+def test_a_passing_row_without_damaged_runs_gets_them_alone(architecture_table, tmp_path):
+    """A passing row with no damaged runs (a table from before them, or a command interrupted before they ran) gets them on the
+    next invocation, and its intact run is not run again."""
+    out, _ = architecture_table
+    mine = shutil.copytree(out, tmp_path / "out")
+    path = architecture_path(mine, PAIR)
+    before = read_architectures(path)
+    llama = (before.model_type == "llama").to_numpy()
+    from neuron_support.publish import architecture_bytes
+    path.write_bytes(architecture_bytes(before.assign(damage_noise=before.damage_noise.where(~llama), damage_swap=before.damage_swap.where(~llama))))
+    p = subprocess.run([shutil.which("neuron-support"), "architectures", "--only", "llama", "--slots", "2", "--device", "cpu", "--out", str(mine)],
+                       capture_output=True, text=True, timeout=600, env=os.environ)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "1 architecture: 0 to run, 1 unchanged since their last run" in p.stderr and "1 passing: running each again damaged" in p.stderr, p.stderr[-2000:]
+    pd.testing.assert_frame_equal(read_architectures(path), before)   # the same results again, and the intact row's time
+
+
 def test_the_table_is_published_and_read_back(architecture_table, tmp_path, hub):
     out, _ = architecture_table
     repo = f"{ORG}/architectures-{time.time_ns()}"
@@ -86,7 +110,7 @@ def test_the_table_is_published_and_read_back(architecture_table, tmp_path, hub)
     assert f"architectures/{PAIR}.parquet" in {c.path for c in changes}
     back = pd.read_parquet(f"hf://datasets/{repo}/architectures")
     mine = read_architectures(architecture_path(out, PAIR))
-    cols = ["model_type", "class", "result", "cpu_eager", "runner", "run_py"]
+    cols = ["model_type", "class", "result", "cpu_eager", "runner", "run_py", "damage_noise", "damage_swap"]
     pd.testing.assert_frame_equal(back[cols].sort_values(["model_type", "class"], ignore_index=True), mine[cols].sort_values(["model_type", "class"], ignore_index=True))
     from huggingface_hub import hf_hub_download
     card = Path(hf_hub_download(repo, "README.md", repo_type="dataset")).read_text()

@@ -47,7 +47,7 @@ def counted(root:Path, architectures:list, say=None)->dict: # {architecture: par
     return {a: counts[a] for a in architectures}
 
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #cadfc759
-BUILD_VERSION = "3" # bump when what a checkpoint holds changes: the checkpoints are rebuilt
+BUILD_VERSION = "4" # bump when what a checkpoint holds changes: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 RUNNER_GROUP = {True: "run_timm_classifier", False: "run_timm_encoder"} # a table row's group: the runner its head makes (with, or without)
 
