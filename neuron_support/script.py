@@ -314,7 +314,9 @@ def clear_previous_run(run_dir:Path):
     "Remove what the folder's previous run left that this run may not write again: its pictures, its outcome, its packages."
     for name in drawn_files(run_dir): (Path(run_dir) / name).unlink(missing_ok=True)
     (Path(run_dir) / OUTCOME_FILE).unlink(missing_ok=True)
-    (Path(run_dir) / "checkpoint").unlink(missing_ok=True)   # the link to a local checkpoint's folder
+    link = Path(run_dir) / "checkpoint"   # the link to a local checkpoint's folder
+    if link.is_dir() and not link.is_symlink(): shutil.rmtree(link)   # the link copied as a folder (a run folder copied by shutil.copytree, `cp -rL`): a copy, the run's own
+    else: link.unlink(missing_ok=True)
     shutil.rmtree(Path(run_dir) / "site", ignore_errors=True)
 
 # %% ../nbs/18_script.ipynb #25162c26

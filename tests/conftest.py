@@ -142,6 +142,19 @@ def demo_hub(demo_catalog) -> str:
         yield endpoint
 
 
+@pytest.fixture(autouse=True)
+def hub_mode_restored():
+    """Each test ends with the Hub's offline mode as it began. A run in this process (`run_plan`, whose `settle_hub` finds no
+    Hub at the default endpoint) turns it on for the rest of the process, in the environment and in huggingface_hub's
+    constant: every later test of that worker that talks to the local Hub would then be refused."""
+    import huggingface_hub
+    env, constant = os.environ.get("HF_HUB_OFFLINE"), huggingface_hub.constants.HF_HUB_OFFLINE
+    yield
+    if env is None: os.environ.pop("HF_HUB_OFFLINE", None)
+    else: os.environ["HF_HUB_OFFLINE"] = env
+    huggingface_hub.constants.HF_HUB_OFFLINE = constant
+
+
 def session_folder(tmp_path_factory) -> Path:
     """The folder of this test session that every pytest-xdist worker sees: the parent of a worker's base temp folder
     (xdist gives each worker `<session's basetemp>/popen-gwN`), or the base temp folder itself without xdist."""

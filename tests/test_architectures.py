@@ -17,6 +17,7 @@ BERTS = [("bert", c) for c in ("BertForMaskedLM", "BertLMHeadModel", "BertModel"
 WRITE_TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes
 
 
+MAMBA = ("mamba", "MambaForCausalLM")
 PASSING = [("llama", "LlamaForCausalLM"), ("t5", "T5ForConditionalGeneration"), ("mamba", "MambaForCausalLM"),
            ("deepseek_v3", "DeepseekV3ForCausalLM"), ("blenderbot", "BlenderbotForCausalLM"),
            ("blenderbot", "BlenderbotForConditionalGeneration"),   # these three: the first table's wrongly blamed architectures
@@ -59,11 +60,14 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert "start llama:LlamaForCausalLM on cores" in p.stderr and "architectures/llama/LlamaForCausalLM on cores" not in p.stderr   # named as the table names it
     runs = out / "architecture-runs" / "runs" / PAIR
     assert len(list(runs.glob("*/run.ipynb"))) == len(ran) + 3   # each run's notebook, and the three run again four times as wide
-    passing = t[t.result == "PASS"]   # each run again damaged, against its intact CPU reference: the check fails every one (issue 57)
-    assert (passing.damage_noise == "FAIL(output)").all() and (passing.damage_swap == "FAIL(output)").all(), passing[["damage_noise", "damage_swap"]]
+    passing = t[t.result == "PASS"]   # each run again damaged, against its intact CPU reference: the check fails every one (issue 57) but one it names
+    assert (passing.damage_noise == "FAIL(output)").all() and (passing.drop([MAMBA]).damage_swap == "FAIL(output)").all(), passing[["damage_noise", "damage_swap"]]
+    assert passing.loc[MAMBA].damage_swap == "PASS Y"   # Mamba flipped generates the same tokens: its output is its embeddings' more than its layers' (benchmarks/README.md)
+    assert f"not caught: mamba MambaForCausalLM: swap PASS Y" in p.stdout
     assert t[t.result != "PASS"].damage_noise.isna().all() and t[t.result != "PASS"].damage_swap.isna().all()   # a FAIL or SKIP has nothing to show
     assert f"{len(passing)} passing: running each again damaged (noise and swap)" in p.stderr and "start llama:LlamaForCausalLM (swap) on cores" in p.stderr
-    assert f"  all{' ' * 42}noise {f'{len(passing)}/{len(passing)}':>7}  swap {f'{len(passing)}/{len(passing)}':>7}  100%" in p.stdout, p.stdout[-1500:]
+    n = len(passing)
+    assert f"  all{' ' * 42}noise {f'{n}/{n}':>7}  swap {f'{n - 1}/{n}':>7}  {(2 * n - 1) / (2 * n):>4.0%}" in p.stdout, p.stdout[-1500:]
     for d in ("noise", "swap"):   # the damaged runs' notebooks, to open as any run's
         assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(passing)
 
