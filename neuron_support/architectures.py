@@ -220,7 +220,7 @@ def check_damage(table:pd.DataFrame, # the pair's architecture table, this invoc
     items = {k: plan_entry(e, stack, sweep_args["time_limit"], {})[0] for k, e in todo.items()}
     rows = {k: r for r in table.to_dict("records") if (k := (r["model_type"], r["class"])) in todo}
     for d in DAMAGE:
-        folder, since = work / f"damaged-{d}", pd.Timestamp.now(tz="UTC")
+        folder, since = work / f"damaged-{d}", pd.Timestamp.now(tz="UTC").floor("s")   # to the second, as a run's tested_at is written: a run started this second is this sweep's
         with environment(HF_HUB_OFFLINE="1"):
             sweep(max_runs=len(items), items=list(items.values()), out_dir=folder, stack=stack, parameters={**PARAMETERS, "perturb": d}, prefetch_gb=0,
                   report=False, names={i.model_id: f"{mt}:{c} ({d})" for (mt, c), i in items.items()}, **sweep_args)
