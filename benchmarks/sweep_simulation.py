@@ -65,7 +65,7 @@ def main():
     seconds = {m: minutes * a.scale for m, _, minutes in runs}
     todo = [SweepItem(m, "run", i + 1, cores, "run_dense") for i, (m, cores, _) in enumerate(runs)]
     out = tempfile.mkdtemp(prefix="sweep-sim-")
-    setting = RunSetting(stack, out, "(stand-in)", time_limit=3600, grace=60, parameters={"seconds": seconds}, execute=hold_cores)
+    setting = RunSetting(stack, out, "(stand-in)", time_limit=3600, grace=60, parameters={"seconds": seconds}, execute=hold_cores, budgeted=False)
     ray = start_ray(stack, None, a.cores)
     warm_workers(ray, min(a.cores, sum(1 for _, c, _ in runs if c == 1)))
     t = time.time()

@@ -24,7 +24,8 @@ def add_stack_options(p:argparse.ArgumentParser, several_libraries:bool=False):
 
 # %% ../nbs/22_cli.ipynb #d705fca5
 LIMITS = {"--time-limit": 7 * 24 * 3600, "--core-gb": 1024, "--cores": MAX_CORES, "--slots": 4096, "--max-runs": 1_000_000,
-          "--limit": 1_000_000, "--page-size": 100_000} # the largest value each numeric option takes: a week, a TiB, the card's cores...
+          "--limit": 1_000_000, "--page-size": 100_000,
+          "--retries": 100, "--disk-budget": 1_000_000} # the largest value each numeric option takes: a week, a TiB, the card's cores...
 
 def limit_number(flag:str, # the option, for the message and its maximum (LIMITS)
                  whole:bool=False, # a count: digits only
@@ -117,7 +118,8 @@ def cmd_sweep(args):
     from neuron_support.sweep import sweep
     given = {"time_limit": args.time_limit} if args.time_limit is not None else {}
     sweep(max_runs=args.max_runs, demo=args.demo, address=args.address, out_dir=out_folder(args.out), slots=args.slots, only=args.only,
-          push_cache=args.push_cache, cache_from=args.cache_from, stack=stack_from(args), libraries=args.library or known_libraries(), **given)
+          push_cache=args.push_cache, cache_from=args.cache_from, stack=stack_from(args), libraries=args.library or known_libraries(), retries=args.retries,
+          disk_budget=args.disk_budget, **given)
 
 # %% ../nbs/22_cli.ipynb #1dd29e8a
 def cmd_architectures(args):
@@ -194,6 +196,8 @@ def build_parser()->argparse.ArgumentParser:
     p.add_argument("--cache-from", help="sync the compile cache from this bucket or folder first (default: the compiler's public cache)")
     p.add_argument("--push-cache", metavar="BUCKET", help="after the sweep, push new compiled graphs to this bucket or folder (needs HF_TOKEN)")
     p.add_argument("--only", nargs="+", metavar="MODEL_ID", help="sweep only these models of the list (their decisions unchanged)")
+    p.add_argument("--retries", type=limit_number("--retries", whole=True, zero=True), default=3, help="times a run is tried again when its node is lost, the Hub fails or the disk is full (default 3); one that still cannot finish gets no row, and the next sweep runs it")
+    p.add_argument("--disk-budget", type=limit_number("--disk-budget"), metavar="GIB", help="GiB the Hugging Face cache of downloaded weights may hold: the least recently used checkpoint is evicted to make room (default: what the cache holds and the disk's free space, less 10 percent of the disk)")
     add_stack_options(p, several_libraries=True)
     p.set_defaults(handler=cmd_sweep)
 

@@ -18,6 +18,7 @@ import huggingface_hub
 from huggingface_hub import list_repo_files, snapshot_download
 from .facts import SKIP_FILES, PICKLE_FILES, ignored_files, failure, HUB_STATE
 from .processes import RUN_TAG, kill_run, run_tag, die_with_parent, first_line, hub_answers
+from .faults import fault_of, hub_retries
 
 # %% ../nbs/08_core.ipynb #55dce79d
 def rank_environment(rank:int, world:int, port:int, device:str, visible:str="")->dict:
@@ -186,6 +187,7 @@ def rank_main(rank:int, port:int, plan:dict, path:str, runner, conn):
         out = {"phase": state["phase"], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
                "graph_break": graph_break_reason(e)}
         if memory_error(e) and (gb := plan.get("memory_gb", {}).get("rank")): out |= {"phase": "memory", "error": memory_note(gb, e)}   # FAIL(other), the limit named
+        elif fault := fault_of(e): out["fault"] = fault   # the disk, the Hub, the network: no verdict on the model (faults notebook)
     try: out["peak_gb"], out["reserved_gb"] = peak_memory_gb(device), reserved_memory_gb(device)
     except Exception: out["peak_gb"] = out["reserved_gb"] = None
     buf = io.BytesIO(); torch.save(out, buf)
@@ -497,8 +499,8 @@ def resolve_checkpoint(plan:dict,
     if folder: return folder
     if os.path.isdir(plan["model_id"]): return plan["model_id"]
     if huggingface_hub.constants.HF_HUB_OFFLINE: return snapshot_download(plan["model_id"], revision=plan["revision"] or None)  # the cached snapshot
-    files = list_repo_files(plan["model_id"], revision=plan["revision"] or None)
-    return snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files))
+    files = hub_retries(lambda: list_repo_files(plan["model_id"], revision=plan["revision"] or None), say)   # the Hub's 503, its 429 past huggingface_hub's own tries: waited for
+    return hub_retries(lambda: snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files)), say)
 
 # %% ../nbs/08_core.ipynb #a4e68356
 WARM_LIMIT = 60 # seconds the warm-up may take: a config that makes more of it (one that lies about its size) is left to the rank's load, under the run's time limit
@@ -548,6 +550,11 @@ def guarded_check(check, # the library's check of the plan's runner
             return {**unchecked, "check": f"none (the CPU could not hold its reference {within}: {first_line(msg, 120)})"}
         return {**unchecked, "ok": False, "harness": msg + "\n\n" + traceback.format_exc(), "check": f"failed: the harness's own error ({first_line(msg, 160)})"}
 
+# %% ../nbs/08_core.ipynb #404df0b6
+def faulted(fault:dict|None)->dict:
+    "The outcome's fields of a run the infrastructure ended (`fault_of`): what failed and how long the Hub asked to wait; none where the run was the model's."
+    return {"fault": fault["fault"], "retry_after": fault.get("retry_after")} if fault else {}
+
 # %% ../nbs/08_core.ipynb #2e99fe6c
 def run_plan(plan:dict,
              runners:dict, # runner name -> function: the library's RUNNERS
@@ -562,12 +569,13 @@ def run_plan(plan:dict,
            "wall_s": None, "compile_s": None, "tokens_per_s": None, "hbm_peak_gb": None, "hbm_reserved_gb": None, "graphs": None,
            "graphs_cached": None, "graph_breaks": None, "graph_break": "", "cpu_eager": "", "settings": "card",
            "hbm_capacity_gb": round(plan["cores"] * plan["core_gb"], 3), "tokens": [], "text": "", "missing_packages": [], "steps": []}
-    settle_hub()
+    hub = settle_hub()
     if not (checkpoint or os.path.isdir(plan["model_id"])): say(f"downloading {plan['model_id']} at {plan['revision'][:12] or 'main'}")
     try: path = resolve_checkpoint(plan, checkpoint)
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
-        return {**res, "result": failure("load"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
+        fault = fault_of(e) or ({"fault": "Hub unreachable", "retry_after": None} if hub == "unreachable" else None)   # what the cache lacks, the Hub could not give
+        return {**res, "result": failure("load"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3), **faulted(fault)}
     if big := oversized_files(path):   # refused before anything reads them
         msg = oversized_note(big)
         return {**res, "result": failure("other"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
@@ -578,7 +586,7 @@ def run_plan(plan:dict,
     runner = runners[plan["runner"]]
     warm_model_code(plan, path)   # once, here: the forked ranks and the CPU reference find the model's code imported
     launch = device_attempt(plan, path, runner, deadline)
-    if launch["result"] in LAUNCH_FAILS: launch = whose_failure(plan, path, runner, deadline, launch)
+    if launch["result"] in LAUNCH_FAILS and not launch["failed"].get("fault"): launch = whose_failure(plan, path, runner, deadline, launch)   # a fault: no CPU run tells whose it is
     plan, settings = launch["plan"], launch.get("settings", "card")  # the plan that stands: its settings, whole or with graph breaks
     setting_note = ((f"({plan['note']}) " if plan.get("note") else "")   # what every row of this run says first: how the plan read the checkpoint,
                     + ("" if settings == "card" else f"({SETTINGS[settings]}: transformers refuses the card's for this model) "))   # and the settings it took
@@ -591,7 +599,7 @@ def run_plan(plan:dict,
     if result != "PASS":
         msg = failure_message(launch)
         res.update(result=result, notes=setting_note + first_line(msg), error=msg, traceback=failed.get("traceback", ""),
-                   missing_packages=tokenizer_packages(path, missing_packages(msg)) if result == failure("load") else [])
+                   missing_packages=tokenizer_packages(path, missing_packages(msg)) if result == failure("load") else [], **faulted(failed.get("fault")))
         return res
     out = launch["ranks"][0]
     res.update(compile_s=round(out["compile_s"], 3), tokens_per_s=out["tokens_per_s"] and round(out["tokens_per_s"], 3),

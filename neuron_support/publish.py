@@ -200,7 +200,7 @@ def scrub_table(t:pd.DataFrame, # a pair's table, or an architecture table
     "A table whose text columns, but the key and the script, name no folder of this machine (`scrub_paths`): rows written before the rule, or on another machine, are published clean too."
     folders = machine_folders() if folders is None else folders
     text = [c for c in t.columns if c not in VERBATIM_COLUMNS and pd.api.types.is_string_dtype(t[c])]
-    return t.assign(**{c: t[c].map(lambda v: scrub_paths(v, folders)) for c in text})
+    return t.assign(**{c: t[c].map(lambda v: scrub_paths(v, folders)).astype(t[c].dtype) for c in text})   # a column of no text stays a text column
 
 # %% ../nbs/17_publish.ipynb #3f096365
 def unchecked(t:pd.DataFrame, # a pair's table, or an architecture table

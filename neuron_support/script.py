@@ -56,7 +56,7 @@ def added_packages(stack:Stack, packages:list=())->list:
     return pin + [p for p in packages if p not in pin]
 
 # %% ../nbs/18_script.ipynb #6691b570
-CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
+CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.faults", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
 ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
@@ -324,6 +324,7 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
              selection_rank:int|None=None)->dict:
     "One row of the table, in column order, from the plan, the stack and run.py's outcome."
     o = outcome
+    fault = {"fault": o["fault"], "retry_after": o.get("retry_after")} if o.get("fault") else {}   # not a column: a sweep publishes no such row (faults notebook)
     return table_row(checkpoint_name(plan.model_id), o["result"], stack, neuron_cores=plan.cores, runner=plan.runner, selection_rank=selection_rank,
                      notes=o.get("notes") or "", error=o.get("error") or None, cpu_match=o.get("cpu_match") or None,
                      english=o.get("english") or None, wall_s=o.get("wall_s"), hbm_peak_gb=o.get("hbm_peak_gb"),
@@ -332,7 +333,7 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
                      check=o.get("check") or None, reference_cached=o.get("reference_cached"), graphs=o.get("graphs"),
                      graphs_cached=o.get("graphs_cached"), hbm_reserved_gb=o.get("hbm_reserved_gb"),
                      cpu_eager=cpu_eager_column(o.get("cpu_eager"), checkpoint_name(plan.model_id)), graph_breaks=o.get("graph_breaks"),
-                     graph_break=o.get("graph_break") or None, model_type=plan.model_type or None)
+                     graph_break=o.get("graph_break") or None, model_type=plan.model_type or None) | fault
 
 # %% ../nbs/18_script.ipynb #c1ad4815
 def cpu_eager_column(cpu_eager:str|None, # run.py's: "ok", the CPU's error, or empty

@@ -15,14 +15,15 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 from huggingface_hub import snapshot_download, HfApi
-from huggingface_hub.utils import disable_progress_bars
+from huggingface_hub.utils import disable_progress_bars, logging as hf_logging
 
 from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now, environment
 from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path, unchecked
 from .untrusted import scrub_file, one_line
 from .hub import hub_server, hub_env
 from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
-from .processes import RUN_TAG, kill_run, die_with_parent
+from .processes import RUN_TAG, kill_run, die_with_parent, first_line
+from .faults import named_fault, hub_wait, exception_chain, fault_of, hub_retries, HUB_TRIES
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
 from .plan import checkpoint_name, model_source, outside_checkpoint
@@ -119,14 +120,22 @@ def finished_row(run_dir, # the run's folder
     p = Path(run_dir) / "result.json"
     try:
         if p.stat().st_mtime < since: return None
-        return json.loads(p.read_text())
+        row = json.loads(p.read_text())
+        return None if row.get("fault") else row   # the infrastructure ended it: no verdict, the run is still to do
     except (OSError, ValueError): return None
+
+# %% ../nbs/20_sweep.ipynb #98005705
+FAULT_FILE = "fault.json" # where a run's child writes why its notebook stopped, when that was the infrastructure's doing
 
 # %% ../nbs/20_sweep.ipynb #e8c5807a
 def execute_notebook_child():
     "Entry point of a run's child process: execute the notebook described by the JSON in argv[1]."
     spec = json.loads(sys.argv[1])
-    execute_run_notebook(spec["notebook"], Path(spec["run_dir"]), spec["parameters"], spec.get("kernel"), sys.stdout)  # into sweep.log
+    try: execute_run_notebook(spec["notebook"], Path(spec["run_dir"]), spec["parameters"], spec.get("kernel"), sys.stdout)  # into sweep.log
+    except Exception as e:   # a cell raised (papermill says which, by the exception's name and message): the Hub's 503 to the plan is no verdict
+        if fault := named_fault(getattr(e, "ename", ""), getattr(e, "evalue", "")):
+            write_atomic(Path(spec["run_dir"]) / FAULT_FILE, json.dumps({**fault, "error": f"{e.ename}: {e.evalue}"[:2000]}))
+        raise
 
 # %% ../nbs/20_sweep.ipynb #c4e005ee
 def check_template(notebook)->Path:
@@ -158,7 +167,7 @@ def failure_row(item:SweepItem, # the model
     "The row of a run that died without writing its own."
     run_dir = Path(run_dir)
     run_py = (run_dir / "run.py").read_text() if (run_dir / "run.py").is_file() else None
-    return table_row(item.model_id, failure("other"), stack, neuron_cores=item.cores, runner=item.runner,
+    return table_row(checkpoint_name(item.model_id), failure("other"), stack, neuron_cores=item.cores, runner=item.runner,   # a local folder by its name, as its own run's row names it
                      selection_rank=item.selection_rank, notes=error[:200], error=error,
                      wall_s=None if wall_s is None else round(wall_s, 1), tested_at=tested_at, run_py=run_py, revision=item.revision,
                      notebook=f"runs/{pair}/{run_dir.name}/run.ipynb" if (run_dir / "run.ipynb").is_file() else None)
@@ -182,6 +191,10 @@ class RunSetting:
     extra: dict = field(default_factory=dict)      # environment variables the sweep adds (the Hub endpoint...)
     kernel: str|None = None # the Jupyter kernel, None for the notebook's
     execute: object = None  # what runs one item on its cores, (item, setting, env) -> row; None: `execute_run` (benchmarks hand in stand-ins)
+    disk_gb: float|None = None # each host's budget for downloaded weights, GiB (None: from its disk: disk_budget)
+    cache_from: str|None = None # each host syncs its compile cache from here before its first run (cache_source, --cache-from)
+    push_cache: str|None = None # each host pushes its new compiled graphs here after each run (--push-cache)
+    budgeted: bool = True   # keep the weights cache within its budget (benchmarks' stand-ins download nothing)
 
     @property
     def pair(self)->str: return pair_key(self.stack)
@@ -198,17 +211,29 @@ def run_grace()->float:
     "Seconds past a run's time limit before the sweep kills it: what run.py may take beyond it, and two minutes."
     return CHECK_ALLOWANCE + 120
 
+# %% ../nbs/20_sweep.ipynb #524c80d4
+def run_fault(run_dir:Path, # the run's folder
+              since:float, # when this attempt started
+              rc:int|None, # the child's exit status (None: killed by the sweep for its time limit)
+             )->dict|None: # {"fault", "retry_after", "error"}; None: the run ended as the model made it
+    "Why a run ended without a verdict when the infrastructure ended it: its outcome says so (the download, a rank), its notebook stopped at the Hub or the disk (`FAULT_FILE`), or something outside it killed it."
+    row = json.loads(p.read_text()) if (p := run_dir / "result.json").is_file() and p.stat().st_mtime >= since else {}
+    if row.get("fault"): return {"fault": row["fault"], "retry_after": row.get("retry_after"), "error": row.get("notes") or ""}
+    if (p := run_dir / FAULT_FILE).is_file() and p.stat().st_mtime >= since: return json.loads(p.read_text())
+    if rc == -signal.SIGKILL: return {"fault": "killed by the host", "retry_after": None, "error": "the run's process was killed (SIGKILL) from outside the sweep: the kernel's memory killer, or a person"}
+    return None
+
 # %% ../nbs/20_sweep.ipynb #704fb006
 def execute_run(item:SweepItem, # the model
                 setting:RunSetting, # what the sweep's runs share
                 env:dict, # the child's environment
-               )->dict|None: # the run's row; None when its sweep stopped it (not finished)
+               )->dict|None: # the run's row; a fault (`run_fault`) when the infrastructure ended it; None when its sweep stopped it
     "Execute one run in a killable child process and return its row."
     if sweep_stopping(): return None   # a task Ray starts as its sweep stops: nothing to start
     run_dir = setting.run_dir(item).resolve(); run_dir.mkdir(parents=True, exist_ok=True)
     tag, limit = str(run_dir), setting.time_limit + setting.grace
     kill_run(tag)
-    start, tested_at, error = time.time(), utc_now(), None
+    start, tested_at, error, rc = time.time(), utc_now(), None, None
     with open(run_dir / "sweep.log", "ab") as log:
         log.write(f"--- {tested_at} {checkpoint_name(item.model_id)} on {item.cores} core(s)\n".encode()); log.flush()
         child = subprocess.Popen(child_command(setting.notebook, run_dir, setting.notebook_parameters(item), setting.kernel),
@@ -219,7 +244,7 @@ def execute_run(item:SweepItem, # the model
             if rc: error = f"the run's notebook failed (exit code {rc}); see {run_dir.name}/sweep.log"
         except subprocess.TimeoutExpired:
             error = f"killed: the run went past its time limit of {setting.time_limit:g} s (+{setting.grace:g} s grace)"
-            kill_run(tag)
+            kill_run(tag); rc = None
         finally:
             n = kill_run(tag); child.kill(); child.wait()
             row = finished_row(run_dir, start)
@@ -227,6 +252,7 @@ def execute_run(item:SweepItem, # the model
             log.write(f"--- ended after {time.time() - start:.1f} s; {n} process(es) killed{STOPPED_NOTE if stopped else ''}\n".encode())
     scrub_file(run_dir / "sweep.log")   # papermill's and the kernel's lines, this sweep's and the earlier ones': no folder of this machine
     if stopped: return None
+    if row is None and (fault := run_fault(run_dir, start, rc)): return fault   # no verdict: the sweep tries it again, or leaves it to the next
     if row is None:
         row = failure_row(item, setting.stack, setting.pair, run_dir, error or "the run ended without writing result.json", tested_at,
                           time.time() - start)
@@ -259,7 +285,7 @@ def run_env(base:dict, # the environment to start from
 class CoreMap:
     "The cores of one host, and which run holds which contiguous range."
     def __init__(self, n:int): # how many cores the host has
-        self.n, self.held = n, {}
+        self.n, self.held, self.once = n, {}, set()
 
     def busy(self)->set: return {c for s, k in self.held.values() for c in range(s, s + k)}
 
@@ -283,6 +309,11 @@ class CoreMap:
 
     def give(self, key:str): self.held.pop(key, None)
     def holding(self)->dict: return {key: list(range(s, s + k)) for key, (s, k) in self.held.items()}
+
+    def first(self, what:str)->bool:
+        "True the first time `what` is asked of this host, False after: a step done once per host (its compile cache synced)."
+        if what in self.once: return False
+        self.once.add(what); return True
 
 # %% ../nbs/20_sweep.ipynb #b61ac116
 SLOT_RESOURCE = {"neuron": "neuron_cores", "cuda": "GPU", "cpu": "cpu_slots"}
@@ -311,6 +342,10 @@ def start_ray(stack:Stack, # the stack
     import ray
     if ray.is_initialized(): return ray
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    # Ray prints its cluster's own errors in the driver's terminal besides (a lost node's raylet: its last 20 log lines, state
+    # dumps): the sweep says what a lost node means for its runs, and Ray's logs stay in the cluster's session folder
+    # (/tmp/ray/session_latest/logs). `log_to_driver` has no say over those; the flag Ray's own debugger sets does.
+    ray._private.worker._worker_logs_enabled = False
     if address: ray.init(address=address, **quiet); return ray
     # a run holds its Ray worker for its whole time: keep as many idle workers as runs can be in flight, or Ray kills
     # those beyond the CPU count within a second and starts a new process for the next run (seconds each, where CPUs are few)
@@ -321,13 +356,60 @@ def start_ray(stack:Stack, # the stack
         else: ray.init(resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **here)
     return ray
 
+# %% ../nbs/20_sweep.ipynb #691190ba
+def core_map_name(node:str)->str: return f"core-map-{node}" # a host's core map, by the name a run on that host finds it (in its sweep's own Ray namespace)
+
 # %% ../nbs/20_sweep.ipynb #93f10978
-def core_maps(ray, device:str)->dict: # {node id: CoreMap actor}
+def core_maps(ray, device:str, nodes:set|None=None, # the hosts to give one to (None: every live host)
+             )->dict: # {node id: CoreMap actor}
     "One core map per live host that offers the device's resource, pinned to that host."
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
     actor, res = ray.remote(num_cpus=0)(CoreMap), SLOT_RESOURCE[device]
-    return {n["NodeID"]: actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(int(n["Resources"][res]))
-            for n in ray.nodes() if n["Alive"] and n["Resources"].get(res)}
+    return {n["NodeID"]: actor.options(name=core_map_name(n["NodeID"]), scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(int(n["Resources"][res]))
+            for n in ray.nodes() if n["Alive"] and n["Resources"].get(res) and (nodes is None or n["NodeID"] in nodes)}
+
+# %% ../nbs/20_sweep.ipynb #deeed552
+def node_label(node:dict)->str:
+    "A host of the cluster as progress lines name it: its address, and its node id's start (two nodes may share an address)."
+    return f"{node['NodeManagerAddress']}/{node['NodeID'][:6]}"
+
+# %% ../nbs/20_sweep.ipynb #fd0863b5
+def join_maps(ray, maps:dict, # {node id: CoreMap actor}: changed in place
+              device:str)->list: # the lines that say which hosts joined or left
+    "Give each host that joined the cluster since the sweep began its core map, and drop those of the hosts that left: a run is sent to a host with its core map."
+    live = {n["NodeID"]: n for n in ray.nodes() if n["Alive"] and n["Resources"].get(SLOT_RESOURCE[device])}
+    lines = [f"host {gone[:6]} left the cluster: its runs are tried again on the others" for gone in set(maps) - set(live)]
+    for gone in set(maps) - set(live): maps.pop(gone)
+    if new := core_maps(ray, device, set(live) - set(maps)):
+        maps.update(new)
+        lines += [f"host {node_label(live[n])} joined the cluster: {int(live[n]['Resources'][SLOT_RESOURCE[device]])} cores" for n in new]
+    return lines
+
+# %% ../nbs/20_sweep.ipynb #3d9cda2d
+def cluster_slots(ray, device:str)->tuple: # (cores of the largest host, runs sent ahead at most)
+    "The live cluster's size, as the sweep sends runs to it: a run asks at most the largest host's cores; twice the cores in all are sent ahead."
+    hosts = [int(n["Resources"].get(SLOT_RESOURCE[device], 0)) for n in ray.nodes() if n["Alive"]]
+    return max(hosts, default=0), 2 * sum(hosts)
+
+# %% ../nbs/20_sweep.ipynb #df308c2a
+def holdings(ray, maps:dict)->tuple: # ({model_id: cores}, {model_id: host}) of the runs in flight
+    "What each host's core map holds now, and on which host: progress names the host where the cluster has more than one."
+    held, where = {}, {}
+    for node, m in maps.items():
+        for model, cores in ray.get(m.holding.remote(), timeout=10).items(): held[model], where[model] = cores, node[:6]
+    return held, (where if len(maps) > 1 else {})
+
+# %% ../nbs/20_sweep.ipynb #3ea329ea
+RAY_FAULTS = {"NodeDiedError": "node lost", "LocalRayletDiedError": "node lost", "ActorDiedError": "node lost", "ActorUnavailableError": "node lost",
+              "OwnerDiedError": "node lost", "ObjectLostError": "node lost", "WorkerCrashedError": "Ray worker died", "RaySystemError": "Ray failed"} # Ray's errors of its own machinery, by class
+
+def ray_fault(e:BaseException)->dict|None: # as run_fault; None: the task raised for a reason of its own
+    "A run's Ray task that ended because of Ray (its host lost, its worker crashed), not because of the run."
+    for x in exception_chain(e) + [getattr(e, "cause", None)]:   # a RayTaskError carries what its task raised as `cause`
+        for c in type(x).__mro__ if x is not None else ():
+            if c.__module__.startswith("ray.") and c.__name__ in RAY_FAULTS:
+                return {"fault": RAY_FAULTS[c.__name__], "retry_after": None, "error": f"{type(x).__name__}: {first_line(str(x), 300)}"}
+    return None
 
 # %% ../nbs/20_sweep.ipynb #267c4662
 SWEEP_RAY = contextvars.ContextVar("sweep_ray", default=None) # the Ray of the `one_ray` block in progress: {} until a run_all starts it
@@ -357,14 +439,43 @@ def sweep_ray(stack:Stack, address:str|None, slots:int|None, # as start_ray
         held.update(ray=ray, maps=core_maps(ray, stack.device), started=local)
     return held["ray"], held["maps"]
 
+# %% ../nbs/20_sweep.ipynb #ed51f4e8
+def host_cache(item:SweepItem, setting:RunSetting, where:str, # a bucket or folder
+               direction:str, # "from" (before the host's first run) or "to" (after a run)
+              ):
+    "Sync this host's compile cache from or to `where`, said in the run's log; a failure is said, not fatal: the run compiles what it lacks."
+    local = cache_folder(setting.stack, {**os.environ, **setting.extra})
+    try: done = sync_cache(where, local) if direction == "from" else sync_cache(local, where)
+    except Exception as e: done = f"failed: {type(e).__name__}: {first_line(str(e))}"
+    (run := setting.run_dir(item)).mkdir(parents=True, exist_ok=True)
+    with open(run / "sweep.log", "a") as log: log.write(f"--- this host's compile cache {'synced from' if direction == 'from' else 'pushed to'} {where}: {done}\n")
+    scrub_file(run / "sweep.log")   # no folder of this machine
+
+# %% ../nbs/20_sweep.ipynb #3ed948c9
+CORE_MAP_WAIT = 60.0 # seconds a run on a host that just joined waits for the sweep to give that host its core map (it looks every 5 s)
+
+def host_core_map(ray, node:str, wait:float=CORE_MAP_WAIT):
+    "This host's core map, found by its name: a run Ray sends to a host that joined since the sweep last looked waits for its map (`join_maps`); None past `wait`."
+    end = time.time() + wait
+    while True:
+        try: return ray.get_actor(core_map_name(node))
+        except ValueError:   # no such actor yet
+            if time.time() > end or sweep_stopping(): return None
+            time.sleep(0.5)
+
 # %% ../nbs/20_sweep.ipynb #764be1c9
-def run_on_host(item:SweepItem, setting:RunSetting, maps:dict)->dict:
+def run_on_host(item:SweepItem, setting:RunSetting)->dict:
     "Run one model on the cores of its host's core map (inside a Ray task); return its row."
     import ray
-    cmap = maps.get(ray.get_runtime_context().get_node_id())
+    cmap = host_core_map(ray, ray.get_runtime_context().get_node_id())
     cores = None
     while cmap is not None and (cores := ray.get(cmap.take.remote(item.model_id, item.cores or 1))) is None: time.sleep(0.2)
-    try: return (setting.execute or execute_run)(item, setting, run_env(os.environ, setting.stack.device, cores, setting.extra))
+    try:
+        if cmap is not None and setting.cache_from and ray.get(cmap.first.remote("compile cache")): host_cache(item, setting, setting.cache_from, "from")
+        with weights_room(item, setting) as refused:   # this host's cache makes room for its download first, within its budget
+            row = refused or (setting.execute or execute_run)(item, setting, run_env(os.environ, setting.stack.device, cores, setting.extra))
+        if setting.push_cache and row and not row.get("fault"): host_cache(item, setting, setting.push_cache, "to")   # its graphs, for every host
+        return row
     finally:
         if cmap is not None: cmap.give.remote(item.model_id)
 
@@ -375,6 +486,14 @@ def hub_cache(env:dict=os.environ)->str:
     home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
     return os.path.join(home, "hub")
 
+# %% ../nbs/20_sweep.ipynb #031f5b28
+def download_plan(item:SweepItem, endpoint:str|None, cache_dir)->tuple: # (ignore patterns, bytes still to download)
+    "What a run of `item` will download into `cache_dir`: the files it loads (not other formats' copies) that the cache lacks, by snapshot_download's dry run."
+    plan = snapshot_download(item.model_id, revision=item.revision, endpoint=endpoint, cache_dir=cache_dir, dry_run=True)
+    ignore = ignored_files([f.filename for f in plan])  # what the run itself will download, no more
+    todo = [f for f in plan if f.will_download and not any(fnmatch(f.filename, p) for p in ignore)]
+    return ignore, sum(f.file_size or 0 for f in todo)
+
 # %% ../nbs/20_sweep.ipynb #d3a90f90
 class Prefetch(threading.Thread):
     "Downloads the weights of the runs to come, within a disk budget."
@@ -382,8 +501,10 @@ class Prefetch(threading.Thread):
                  budget_gb:float=100, # GiB downloaded ahead at most
                  endpoint:str|None=None, # the Hub (None: HF_ENDPOINT)
                  log=None, # where to report, a callable taking a line
-                 cache_dir=None): # the Hugging Face cache the runs read (None: from HF_HUB_CACHE / HF_HOME now)
+                 cache_dir=None, # the Hugging Face cache the runs read (None: from HF_HUB_CACHE / HF_HOME now)
+                 weights=None): # that cache's WeightsCache: a download ahead makes room as a run's does (None: no disk budget)
         super().__init__(daemon=True, name="prefetch")
+        self.weights = weights
         self.items, self.budget, self.endpoint, self.log = list(items), budget_gb * 2**30, endpoint, log or (lambda s: None)
         self.cache_dir = cache_dir or hub_cache()
         self.ahead, self.fetched, self.stop, self.cond = {}, [], threading.Event(), threading.Condition()
@@ -391,15 +512,12 @@ class Prefetch(threading.Thread):
     def release(self, model_id:str):
         "A run ended: its bytes leave the budget."
         with self.cond: self.ahead.pop(model_id, None); self.cond.notify_all()
+        if self.weights: self.weights.release(model_id)
 
-    def files(self, it:SweepItem)->tuple: # (ignore patterns, bytes still to download)
-        plan = snapshot_download(it.model_id, revision=it.revision, endpoint=self.endpoint, cache_dir=self.cache_dir, dry_run=True)
-        ignore = ignored_files([f.filename for f in plan])  # what the run itself will download, no more
-        todo = [f for f in plan if f.will_download and not any(fnmatch(f.filename, p) for p in ignore)]
-        return ignore, sum(f.file_size or 0 for f in todo)
+    def files(self, it:SweepItem)->tuple: return download_plan(it, self.endpoint, self.cache_dir) # (ignore patterns, bytes still to download)
 
     def run(self):
-        disable_progress_bars()  # the sweep's own progress is what the terminal shows
+        disable_progress_bars(); hf_logging.set_verbosity_error()  # the sweep's own progress is what the terminal shows, not the client's waits
         for it in self.items:
             if self.stop.is_set(): return
             try:
@@ -407,11 +525,100 @@ class Prefetch(threading.Thread):
                 with self.cond:
                     while not self.stop.is_set() and self.ahead and sum(self.ahead.values()) + size > self.budget: self.cond.wait(1)
                     if self.stop.is_set(): return
+                    if size and self.weights and self.weights.make_room(it.model_id, size)[0] != "ok": continue   # no room now: its run makes its own
                     self.ahead[it.model_id] = size
                 if size: snapshot_download(it.model_id, revision=it.revision, endpoint=self.endpoint, cache_dir=self.cache_dir,
                                                 ignore_patterns=ignore or None)
                 self.fetched.append(it.model_id)
-            except Exception as e: self.log(f"prefetch {it.model_id}: {type(e).__name__}: {str(e)[:200]}")
+            except Exception as e:   # its run downloads what is missing, and says what failed
+                self.log(f"prefetch {it.model_id}: " + (f"{f['fault']}: its run downloads it" if (f := fault_of(e)) else f"{type(e).__name__}: {first_line(str(e))}"))
+
+# %% ../nbs/20_sweep.ipynb #b6b236c9
+BUDGET_RESERVE = 0.1 # the share of the disk the default budget leaves free
+BUDGET_FILE = ".neuron-support-budget" # beside the cache's repos: its lock, and the bytes the runs in flight still download (.json)
+
+# %% ../nbs/20_sweep.ipynb #58a5af85
+def cache_scan(cache_dir)->list: # CachedRepoInfo of each model repo in the cache
+    "The cache's model repos, as huggingface_hub sees them; none where it holds nothing yet."
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound
+    try: return [r for r in scan_cache_dir(cache_dir).repos if r.repo_type == "model"]
+    except CacheNotFound: return []
+
+# %% ../nbs/20_sweep.ipynb #0c2fc2ab
+def disk_budget(cache_dir, # the Hugging Face cache
+                gb:float|None=None, # the budget in GiB (--disk-budget); None: the default
+               )->int: # bytes
+    "The bytes the weights cache may hold: `gb` where given, else what it holds and the disk's free space, less a tenth of the disk."
+    if gb: return int(gb * 2**30)
+    folder = Path(cache_dir); folder.mkdir(parents=True, exist_ok=True)
+    disk = shutil.disk_usage(folder)
+    return max(int(sum(r.size_on_disk for r in cache_scan(folder)) + disk.free - BUDGET_RESERVE * disk.total), 0)
+
+# %% ../nbs/20_sweep.ipynb #a7dd03c4
+@dataclass
+class WeightsCache:
+    "One host's Hugging Face cache within its disk budget: room made before a run downloads, the runs in flight reserved."
+    folder: str   # the cache (hub_cache)
+    budget: int   # bytes it may hold (disk_budget)
+
+    @property
+    def ledger(self)->Path: return Path(self.folder) / f"{BUDGET_FILE}.json"
+    def reserved(self)->dict: # {model_id: bytes it still downloads, when it reserved}
+        try: return json.loads(self.ledger.read_text())
+        except (OSError, ValueError): return {}
+    def lock(self): Path(self.folder).mkdir(parents=True, exist_ok=True); return FileLock(str(Path(self.folder) / f"{BUDGET_FILE}.lock"))
+
+    def release(self, model_id:str):
+        "A run ended: its bytes are the cache's own now, evictable once it is no longer used."
+        with self.lock():
+            held = self.reserved()
+            if held.pop(model_id, None) is not None: write_atomic(self.ledger, json.dumps(held))
+
+# %% ../nbs/20_sweep.ipynb #cee09f75
+@patch
+def make_room(self:WeightsCache, model_id:str, # the checkpoint a run is about to download
+              needed:int, # the bytes it will download (snapshot_download's dry run)
+              keep:tuple=(JUDGE_MODEL,), # never evicted
+             )->tuple: # ("ok", [evicted repo ids]) / ("wait", []): the runs in flight hold the room / ("too large", [])
+    "Reserve `needed` bytes for a run's download, evicting the checkpoints least recently used where the budget needs it."
+    if needed > self.budget: return "too large", []
+    with self.lock():
+        held, repos = self.reserved(), {r.repo_id: r for r in cache_scan(self.folder)}
+        coming = sum(max(b - (repos[m].size_on_disk if m in repos else 0), 0) for m, b in held.items() if m != model_id)   # what the others still download
+        used, evict = sum(r.size_on_disk for r in repos.values()) + coming, []
+        for r in sorted((r for m, r in repos.items() if m not in held and m not in keep and m != model_id), key=lambda r: r.last_accessed):
+            if used + needed <= self.budget: break
+            evict.append(r); used -= r.size_on_disk
+        if used + needed > self.budget: return ("wait" if set(held) - {model_id} else "too large"), []   # the runs in flight will free it; else it never fits
+        if evict:
+            from huggingface_hub import scan_cache_dir
+            scan_cache_dir(self.folder).delete_revisions(*[v.commit_hash for r in evict for v in r.revisions]).execute()
+        write_atomic(self.ledger, json.dumps({**held, model_id: needed}))
+        return "ok", [r.repo_id for r in evict]
+
+# %% ../nbs/20_sweep.ipynb #d6e76658
+ROOM_POLL = 2.0 # seconds between a waiting run's looks at the cache
+
+@contextlib.contextmanager
+def weights_room(item:SweepItem, setting:RunSetting, env:dict=os.environ): # yields None, or the refusal of a run that cannot have room
+    "Room in this host's weights cache for the run's download, reserved while it runs: waited for while the runs in flight hold it; refused (a fault, final) for a checkpoint larger than the budget."
+    if not setting.budgeted or Path(item.model_id).is_absolute(): yield None; return   # a local folder downloads nothing
+    env = {**env, **setting.extra}
+    cache = WeightsCache(hub_cache(env), disk_budget(hub_cache(env), setting.disk_gb))
+    tries = HUB_TRIES if env.get(HUB_STATE) == "online" else 1   # a Hub the sweep did not ask may not be there: the run reads its cache then
+    try: needed = hub_retries(lambda: download_plan(item, env.get("HF_ENDPOINT"), cache.folder)[1], say=lambda line: None, tries=tries)
+    except Exception: needed = 0   # the Hub cannot say now: the run downloads, or reads the cache offline, and says what failed
+    while (state := cache.make_room(item.model_id, needed))[0] == "wait" and not sweep_stopping(): time.sleep(ROOM_POLL)
+    if state[0] == "too large":
+        yield {"fault": "larger than the disk budget", "retry_after": None, "final": True,
+               "error": f"its {needed / 2**30:.2f} GiB of weights are more than the {cache.budget / 2**30:.2f} GiB the weights cache may hold: not downloaded (--disk-budget)"}
+        return
+    if state[1]:   # said in the run's log, beside its own lines
+        (run := setting.run_dir(item)).mkdir(parents=True, exist_ok=True)
+        with open(run / "sweep.log", "a") as log: log.write(f"--- evicted from the weights cache to make room: {', '.join(state[1])}\n")
+    try: yield None
+    finally: cache.release(item.model_id)
 
 # %% ../nbs/20_sweep.ipynb #5bb86caf
 NEFF_BUCKET = "hf://buckets/aws-neuron/torch-neuronx-neff-cache"
@@ -556,13 +763,15 @@ def close(self:Progress):
 
 # %% ../nbs/20_sweep.ipynb #8636bb55
 @patch
-def flight(self:Progress, holding:dict): # {model_id: cores} of the runs that hold cores now
+def flight(self:Progress, holding:dict, # {model_id: cores} of the runs that hold cores now
+           where:dict|None=None, # {model_id: host} where the cluster has more than one
+          ):
     "Update the runs in flight from the core maps."
     for m in set(self.flying) - set(holding): self.flying.pop(m)
     for m, cores in holding.items():
         if m not in self.flying:
             self.flying[m] = (core_range(cores), self.clock())
-            self.say(f"start {self.names.get(m, m)} on cores {core_range(cores)}")
+            self.say(f"start {self.names.get(m, m)} on cores {core_range(cores)}" + (f" of host {where[m]}" if (where or {}).get(m) else ""))
 
 # %% ../nbs/20_sweep.ipynb #98988b5c
 @patch
@@ -677,6 +886,27 @@ def collect(out_dir, pair:str, rows:list, selection:dict):
     "Merge rows into the pair's table (idempotent: the newest row of a model wins)."
     if rows: add_rows(out_dir, pair, [{k: v for k, v in r.items() if k in COLUMNS} for r in rows], selection)
 
+# %% ../nbs/20_sweep.ipynb #e7d41ed7
+FAULT_RETRIES = 3 # times a run the infrastructure ended (its node lost, the Hub's 503, a full disk) is tried again in one sweep
+FAULT_WAIT = 2.0 # seconds before a run whose node was lost, or whose disk was full, is tried again: Ray has marked the node dead by then
+
+def fault_wait(fault:dict, # run_fault's or ray_fault's
+               tries:int, # the tries that ended so, this one included
+               retries:int=FAULT_RETRIES,
+              )->float|None: # seconds; None: no more tries in this sweep
+    "How long a run the infrastructure ended waits before it is tried again: the Hub's Retry-After, else a backoff; None once it had its tries."
+    if tries > retries or fault.get("final"): return None   # final: no try can change it (a checkpoint larger than the disk budget)
+    return hub_wait(fault, tries) if fault["fault"].startswith(("Hub", "network")) else FAULT_WAIT
+
+# %% ../nbs/20_sweep.ipynb #0647edac
+def left_line(left:dict, # {model_id: fault} of the runs left without a verdict
+             )->str:
+    "What a sweep says of the runs the infrastructure kept from a verdict: how many, why, and what to do."
+    why = Counter(left.values())
+    return (f"{len(left)} run{'s' * (len(left) != 1)} not finished: " + ", ".join(f"{f} {n}" for f, n in sorted(why.items()))
+            + ("; the same command runs them again" if set(why) - {"larger than the disk budget"} else "")
+            + ("; a larger --disk-budget lets a checkpoint larger than the budget run" if "larger than the disk budget" in why else ""))
+
 # %% ../nbs/20_sweep.ipynb #5a6207d9
 def sweep(max_runs:int=100, # how many models to run, down the list
           demo:bool=False, # sweep the demo catalog on a local Hub started for it
@@ -698,6 +928,8 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           libraries:list|None=None, # the libraries whose lists are swept, one after the other (None: the stack's)
           report:bool=True, # print the table's summary and where it is at the end (the architecture table prints its own)
           names:dict|None=None, # {model_id: the name progress lines show} (None: the model id; the architecture table's type:Class)
+          retries:int=FAULT_RETRIES, # times a run the infrastructure ended (node lost, the Hub's 503, a full disk) is tried again
+          disk_budget:float|None=None, # GiB each host's cache of downloaded weights may hold (None: from its disk's size and free space)
          )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
@@ -754,13 +986,16 @@ def sweep(max_runs:int=100, # how many models to run, down the list
             todo = [i for i in runs if i.model_id not in done]
             if todo: warm_cache(stack, cache_from, progress.say)
             setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {},
-                                 {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})})
-            if todo: run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress)
-            write_journal(jpath, acts, selection, done=True, created=created)
+                                 {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})}, disk_gb=disk_budget,
+                                 cache_from=cache_from or cache_source(stack), push_cache=push_cache)   # each host's, as it joins
+            left = run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress, retries) if todo else {}
+            if left: progress.say(left_line(left))   # the journal stays open: the same command runs them, and only them
+            else: write_journal(jpath, acts, selection, done=True, created=created)
             if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
         finally: progress.close()
         path = table_path(out_dir, pair)
         if path.exists() and report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
+        if left and report: print(left_line(left))   # the last line: what the table lacks, and why
         return path
 
 # %% ../nbs/20_sweep.ipynb #7d667c5e
@@ -777,9 +1012,9 @@ def warm_cache(stack:Stack, source:str|None, say):
 # %% ../nbs/20_sweep.ipynb #8f2c137a
 RUN_FILES = ("run.ipynb", "run.py", "result.json", OUTCOME_FILE) # and the pictures the outcome names
 
-def run_task(item:SweepItem, setting:RunSetting, maps:dict)->tuple: # (row, {file name: bytes})
+def run_task(item:SweepItem, setting:RunSetting)->tuple: # (row, {file name: bytes})
     "The Ray task: run one model on its host and bring back the row and the run's files, its pictures among them."
-    row, d = run_on_host(item, setting, maps), setting.run_dir(item)
+    row, d = run_on_host(item, setting), setting.run_dir(item)
     return row, {f: (d / f).read_bytes() for f in (*RUN_FILES, *drawn_files(d)) if (d / f).is_file()}
 
 # %% ../nbs/20_sweep.ipynb #w9a00012
@@ -805,9 +1040,20 @@ def packing_order(todo:list, # SweepItems to run, in list order
 def next_runnable(queue:list, # SweepItems not yet started, in packing order
                   warm:set, # groups of which a run has finished
                   flying:set, # groups of the runs in flight
+                  later:dict|None=None, # {model_id: time.time() before which it may not start}: a run tried again after a fault
                  )->int|None: # the index in `queue` of the item to start next, None when every item waits for its leader
-    "The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it."
-    return next((k for k, it in enumerate(queue) if it.group is None or it.group in warm or it.group not in flying), None)
+    "The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it; a run tried again waits for its time."
+    later, now = later or {}, time.time()
+    return next((k for k, it in enumerate(queue) if later.get(it.model_id, 0) <= now and (it.group is None or it.group in warm or it.group not in flying)), None)
+
+# %% ../nbs/20_sweep.ipynb #bbffc94b
+def fault_line(name:str, # the run's name in the progress lines
+               fault:dict, tries:int, retries:int, wait:float|None)->str:
+    "The progress line of a run the infrastructure ended: what failed, and whether it is tried again."
+    why = f"{name}: not the model's failure: {fault['fault']}" + (f" ({first_line(fault.get('error') or '', 120)})" if fault.get("error") else "")
+    if wait is not None: return f"{why}; trying it again in {duration(wait)} (try {tries + 1} of {retries + 1})"
+    if fault.get("final"): return f"{name}: {fault['fault']}: {fault.get('error') or ''}; no row"
+    return f"{why}; {tries} tries ended so: no verdict, the journal keeps it for the next sweep"
 
 # %% ../nbs/20_sweep.ipynb #w9a00018
 def run_all(todo:list, # SweepItems to run, in list order
@@ -815,23 +1061,28 @@ def run_all(todo:list, # SweepItems to run, in list order
             address:str|None, slots:int|None, # the Ray cluster, or the local Ray's slots
             prefetch_gb:float, endpoint:str|None, # the prefetch's budget and Hub
             selection:dict, # {model_id: rank}, for the table's selection_rank
-            progress:Progress):
-    "Run every item of `todo` on Ray, collecting each row as its run ends."
+            progress:Progress,
+            retries:int=FAULT_RETRIES, # times a run the infrastructure ended is tried again
+           )->dict: # {model_id: fault} of the runs left without a verdict: the infrastructure ended each of their tries
+    "Run every item of `todo` on Ray, collecting each row as its run ends; a run the infrastructure ended is tried again, later, and at most `retries` times."
     stack, pair, out_dir = setting.stack, setting.pair, setting.out_dir
     with one_ray():   # this call's own Ray, or that of the sweep over libraries around it
         ray, maps = sweep_ray(stack, address, slots, progress.say)
         if not maps: raise UsageError(f"no host of the Ray cluster offers {SLOT_RESOURCE[stack.device]!r}")
-        capacity = max(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
         task = ray.remote(max_retries=0)(run_task)
-        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], prefetch_gb, endpoint, progress.say)   # a local folder has nothing to download
+        weights = WeightsCache(hub_cache(), disk_budget(hub_cache(), setting.disk_gb)) if setting.budgeted else None   # this host's
+        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], prefetch_gb, endpoint, progress.say, weights=weights)   # a local folder has nothing to download
         if prefetch_gb > 0: fetch.start()
-        window = 2 * sum(int(n["Resources"].get(SLOT_RESOURCE[stack.device], 0)) for n in ray.nodes() if n["Alive"])
-        queue, pending, warm, shown = packing_order(todo), {}, set(), 0.0   # warm: groups whose graphs a finished run has put in the compile cache
+        queue, pending, warm, shown, looked = packing_order(todo), {}, set(), 0.0, 0.0   # warm: groups whose graphs a finished run has put in the compile cache
+        tries, later, left = Counter(), {}, {}   # a run the infrastructure ended: how often, when it may start again, and those given up
         try:
             while queue or pending:
-                while queue and len(pending) < window and (k := next_runnable(queue, warm, {it.group for it, _ in pending.values()})) is not None:
+                if time.time() - looked > 5:   # hosts join and leave: each new one gets its core map before a run is sent to it
+                    for line in join_maps(ray, maps, stack.device): progress.say(line)
+                    capacity, window = cluster_slots(ray, stack.device); looked = time.time()
+                while queue and len(pending) < window and (k := next_runnable(queue, warm, {it.group for it, _ in pending.values()}, later)) is not None:
                     it = queue.pop(k)
-                    ref = task.options(**ray_request(stack.device, it.cores, capacity)).remote(it, setting, maps)
+                    ref = task.options(**ray_request(stack.device, it.cores, capacity)).remote(it, setting)
                     pending[ref] = (it, time.time())
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
                 if ready: ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)   # every run that has ended
@@ -843,21 +1094,29 @@ def run_all(todo:list, # SweepItems to run, in list order
                         bring_back(run_folder(out_dir, pair, it.model_id), files)
                     except Exception as e:
                         if sweep_stopping(): continue   # its worker killed because the sweep is stopping: no verdict either
-                        d = run_folder(out_dir, pair, it.model_id)
-                        row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {str(e).splitlines()[0][:300]}",
-                                          utc_now(), time.time() - t)
-                        write_atomic(d / "result.json", json.dumps(row, indent=1))
+                        if not (row := ray_fault(e)):   # the task itself raised: the harness's failure, the run's row
+                            d = run_folder(out_dir, pair, it.model_id)
+                            row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {str(e).splitlines()[0][:300]}",
+                                              utc_now(), time.time() - t)
+                            write_atomic(d / "result.json", json.dumps(row, indent=1))
+                    if row.get("fault"):   # no verdict: later, again, or left to the next sweep
+                        progress.flying.pop(it.model_id, None); tries[it.model_id] += 1
+                        if (wait := fault_wait(row, tries[it.model_id], retries)) is not None:
+                            later[it.model_id] = time.time() + wait; queue = packing_order(queue + [it])
+                        else: left[it.model_id] = row["fault"]; fetch.release(it.model_id)
+                        progress.say(fault_line(progress.names.get(it.model_id, it.model_id), row, tries[it.model_id], retries, wait))
+                        continue
                     collect(out_dir, pair, [row], selection); warm.add(it.group)
                     fetch.release(it.model_id); progress.result(row, key=it.model_id)
                 if time.time() - shown > 1:   # the display, once a second: the loop itself turns faster, to start runs as cores free
-                    with contextlib.suppress(Exception):
-                        progress.flight({k: v for m in maps.values() for k, v in ray.get(m.holding.remote(), timeout=10).items()})
+                    with contextlib.suppress(Exception): progress.flight(*holdings(ray, maps))
                     if progress.live: progress.say()  # the clocks of the block tick
                     shown = time.time()
         except BaseException:  # Ctrl-C, or the sweep itself failing: no run it started may outlive it on this host
             stop_runs([setting.run_dir(it) for it, _ in pending.values()])
             raise
         finally: fetch.stop.set()
+        return left
 
 # %% ../nbs/20_sweep.ipynb #39405c43
 DEMO_CHILD = """import pickle, sys

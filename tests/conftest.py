@@ -162,11 +162,12 @@ def session_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float, env: dict | None = None):
+def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float, env: dict | None = None, prepare=None):
     """Run `cmd` once for the whole session, however many workers and tests ask: `cmd + ["--out", OUT]`, its output folder
     OUT under a folder of the session that all workers share. The first to ask runs it, holding a file lock; it saves the
     return code and output beside OUT, and whoever asks later (this worker or another one, which waits on the lock
-    meanwhile) reads them back. Returns (OUT, the CompletedProcess). OUT is shared: read it, never write in it (copy it)."""
+    meanwhile) reads them back. `prepare(OUT)`, where given, fills OUT first (a copy of another session folder's output to go on
+    from). Returns (OUT, the CompletedProcess). OUT is shared: read it, never write in it (copy it)."""
     import subprocess
     from filelock import FileLock
     folder = session_folder(tmp_path_factory) / name
@@ -175,6 +176,7 @@ def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float, env
     with FileLock(folder / "lock"):
         if not done.is_file():
             args = [*map(str, cmd), "--out", str(out)]
+            if prepare: shutil.rmtree(out, ignore_errors=True); prepare(out)
             try: p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
             except subprocess.TimeoutExpired as e:   # said once: whoever asks next sees the same failure, and does not run it again
                 text = lambda x: x.decode(errors="replace") if isinstance(x, bytes) else x or ""
@@ -246,7 +248,7 @@ SLOW_FIRST = ("test_sweep.py", "test_diffusers.py", "test_libraries.py", "test_r
 # each sweep once while the other worker gets on with its half; a worker that runs out of tests takes half of what the
 # other has left, from its end. Under `--dist load` the first worker's chunk was these sweeps and a quarter of the
 # suite besides, and the other worker, done with its own, waited minutes at the end (benchmarks/README.md).
-SHARED_SWEEPS = ("demo_sweep_of_libraries", "architecture_table")
+SHARED_SWEEPS = ("demo_sweep_of_libraries", "architecture_table", "damaged_architecture_table")
 
 
 def pytest_collection_modifyitems(items):
@@ -288,8 +290,26 @@ def timm_architecture_table(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def architecture_table(tmp_path_factory):
-    "`neuron-support architectures --only ARCHITECTURES_ONLY --slots 2 --device cpu`, GPT-J broken on purpose, run once per session: (its output folder, its CompletedProcess)."
-    import shutil
+    """`neuron-support architectures --only ARCHITECTURES_ONLY --slots 2 --device cpu --no-damage`, GPT-J broken on purpose, run
+    once per session: (its output folder, its CompletedProcess). Its rows are run intact only: `damaged_architecture_table` runs
+    some of them damaged, as the next invocation does for a table made without damaged runs."""
     return once_per_session(tmp_path_factory, "architectures",
-                            [shutil.which("neuron-support"), "architectures", "--only", ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu"], timeout=1200,
-                            env=BROKEN_TINY)
+                            [shutil.which("neuron-support"), "architectures", "--only", ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu",
+                             "--no-damage"], timeout=1200, env=BROKEN_TINY)
+
+
+# Four of that table's passing rows run damaged, on a copy of it (`architectures --only DAMAGED_ONLY`: a table without damaged
+# runs gets them on the next invocation, its intact runs kept): a causal LM, an encoder's head, the bare encoder (its layers drawn
+# live), and Mamba, the one whose flipped weights the check misses. Each type of the table, run damaged, is the session's
+# minutes: four show that the check catches damage, and what the table and the app say of one it missed.
+DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba"
+
+
+@pytest.fixture(scope="session")
+def damaged_architecture_table(tmp_path_factory, architecture_table):
+    "`neuron-support architectures --only DAMAGED_ONLY --slots 2 --device cpu` on a copy of the session's table, once per session: (its output folder, its CompletedProcess)."
+    intact, p = architecture_table
+    assert p.returncode == 0, p.stderr[-3000:]
+    return once_per_session(tmp_path_factory, "damaged-architectures",
+                            [shutil.which("neuron-support"), "architectures", "--only", DAMAGED_ONLY, "--slots", "2", "--device", "cpu"], timeout=900,
+                            env=BROKEN_TINY, prepare=lambda out: shutil.copytree(intact, out))

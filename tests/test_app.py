@@ -911,9 +911,9 @@ def test_the_first_view_lists_a_lone_run(browser, lone_run, lone_run_url):
 # ---- the architecture table in the app: its view, a tested model's type, and a model no table holds ------------------------
 
 @pytest.fixture(scope="module")
-def architectures_folder(demo_sweep, architecture_table, tmp_path_factory):
-    "The session's demo sweep's tables with the session's architecture table beside them: a dataset folder as `publish` lays it out."
-    out, p = architecture_table
+def architectures_folder(demo_sweep, damaged_architecture_table, tmp_path_factory):
+    "The session's demo sweep's tables with the session's architecture table beside them (four of its rows run damaged): a dataset folder as `publish` lays it out."
+    out, p = damaged_architecture_table
     assert p.returncode == 0, p.stderr[-3000:]
     folder = tmp_path_factory.mktemp("with-architectures")
     shutil.copytree(demo_sweep / "data", folder / "data")
@@ -969,9 +969,9 @@ def test_the_architectures_view_and_a_tested_models_type(browser, architectures_
     assert culprits[types.index("fnet")].startswith("fails everywhere in bf16: the CPU fails too, eagerly, and four times as wide as well (transformers' code): NotImplementedError"), culprits
     assert culprits[types.index("mpt")].startswith("the card's settings do not fit this architecture"), culprits
     assert results[types.index("gptj")] == "SKIP" and culprits[types.index("gptj")].startswith("the tiny checkpoint's own failure"), culprits
-    caught = column(pg, "damage caught", "#architectures-table")   # each passing row's check shown to fail on its damaged checkpoint
-    assert [c for c, r, t in zip(caught, results, types) if r == "PASS" and t != "mamba"] == ["noise and swap"] * (results.count("PASS") - 1), caught
-    assert caught[types.index("mamba")] == "noise; not swap: PASS Y" and caught[types.index("mpt")] == "", caught   # the one it missed, said
+    caught = dict(zip(zip(types, column(pg, "class", "#architectures-table")), column(pg, "damage caught", "#architectures-table")))   # each row run damaged: its check shown to fail on its damaged checkpoint
+    assert caught == {**dict.fromkeys(caught, ""), ("llama", "LlamaForCausalLM"): "noise and swap", ("bert", "BertForMaskedLM"): "noise and swap",
+                      ("bert", "BertModel"): "noise and swap", ("mamba", "MambaForCausalLM"): "noise; not swap: PASS Y"}, caught   # the one it missed, said; rows not run damaged, nothing
     assert culprits[types.index("dbrx")].startswith("transformers' own defaults do not make it (DbrxConfig(): AttributeError: ") and results[types.index("dbrx")] == "SKIP"   # why it was not built
     pg.select_option("#result", "FAIL(gen)")
     pg.get_by_role("button", name="Show").click()

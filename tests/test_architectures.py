@@ -60,16 +60,31 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert "start llama:LlamaForCausalLM on cores" in p.stderr and "architectures/llama/LlamaForCausalLM on cores" not in p.stderr   # named as the table names it
     runs = out / "architecture-runs" / "runs" / PAIR
     assert len(list(runs.glob("*/run.ipynb"))) == len(ran) + 3   # each run's notebook, and the three run again four times as wide
-    passing = t[t.result == "PASS"]   # each run again damaged, against its intact CPU reference: the check fails every one (issue 57) but one it names
-    assert (passing.damage_noise == "FAIL(output)").all() and (passing.drop([MAMBA]).damage_swap == "FAIL(output)").all(), passing[["damage_noise", "damage_swap"]]
-    assert passing.loc[MAMBA].damage_swap == "PASS Y"   # Mamba flipped generates the same tokens: its output is its embeddings' more than its layers' (benchmarks/README.md)
-    assert f"not caught: mamba MambaForCausalLM: swap PASS Y" in p.stdout
-    assert t[t.result != "PASS"].damage_noise.isna().all() and t[t.result != "PASS"].damage_swap.isna().all()   # a FAIL or SKIP has nothing to show
-    assert f"{len(passing)} passing: running each again damaged (noise and swap)" in p.stderr and "start llama:LlamaForCausalLM (swap) on cores" in p.stderr
-    n = len(passing)
-    assert f"  all{' ' * 42}noise {f'{n}/{n}':>7}  swap {f'{n - 1}/{n}':>7}  {(2 * n - 1) / (2 * n):>4.0%}" in p.stdout, p.stdout[-1500:]
+    assert t.damage_noise.isna().all() and t.damage_swap.isna().all() and "damaged" not in p.stderr   # `--no-damage`: intact runs only
+
+
+def test_passing_rows_without_damaged_runs_get_them_and_the_check_catches_the_damage(architecture_table, damaged_architecture_table):
+    """Passing rows with no damaged runs (this session's table was made with `--no-damage`; a table from before them, or a command
+    interrupted before they ran) get them on the next invocation, their intact runs not run again: each run twice more with its
+    weights damaged on the device's side (noise; every weight matrix flipped), against its intact CPU reference. The check fails
+    every damaged run (issue 57) but the one it names, and the summary gives the share caught per group."""
+    out, p = damaged_architecture_table
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "4 architectures: 0 to run, 4 unchanged since their last run" in p.stderr and "4 passing: running each again damaged (noise and swap)" in p.stderr, p.stderr[-2000:]
+    assert "start llama:LlamaForCausalLM (swap) on cores" in p.stderr
+    damage = ["damage_noise", "damage_swap"]
+    intact = read_architectures(architecture_path(architecture_table[0], PAIR))
+    t = read_architectures(architecture_path(out, PAIR))
+    pd.testing.assert_frame_equal(t.drop(columns=damage), intact.drop(columns=damage))   # the intact rows as they were, their times too
+    t = t.set_index(["model_type", "class"])
+    damaged = [("llama", "LlamaForCausalLM"), ("bert", "BertForMaskedLM"), ("bert", "BertModel"), MAMBA]
+    assert (t.loc[damaged, "damage_noise"] == "FAIL(output)").all() and (t.loc[damaged[:3], "damage_swap"] == "FAIL(output)").all(), t[damage]
+    assert t.loc[MAMBA].damage_swap == "PASS Y"   # Mamba flipped generates the same tokens: its output is its embeddings' more than its layers' (benchmarks/README.md)
+    assert t.drop(damaged)[damage].isna().all().all()   # the rows --only left out: not run damaged
+    assert "not caught: mamba MambaForCausalLM: swap PASS Y" in p.stdout
+    assert f"  all{' ' * 42}noise {'4/4':>7}  swap {'3/4':>7}  {7 / 8:>4.0%}" in p.stdout, p.stdout[-1500:]
     for d in ("noise", "swap"):   # the damaged runs' notebooks, to open as any run's
-        assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(passing)
+        assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(damaged)
 
 
 def build_folder(model_type, cls):
@@ -82,29 +97,12 @@ def test_a_second_invocation_runs_nothing(architecture_table, tmp_path):
     mine = shutil.copytree(out, tmp_path / "out")   # the session's folder is shared: a copy to write in
     before = read_architectures(architecture_path(mine, PAIR))
     p = subprocess.run([shutil.which("neuron-support"), "architectures", "--only", ARCHITECTURES_ONLY, "--slots", "2",
-                        "--device", "cpu", "--out", str(mine)], capture_output=True, text=True, timeout=600, env={**os.environ, **BROKEN_TINY})
+                        "--device", "cpu", "--no-damage", "--out", str(mine)], capture_output=True, text=True, timeout=600, env={**os.environ, **BROKEN_TINY})
     assert p.returncode == 0, p.stderr[-3000:]
     n = len(before)
     assert f"{n} architectures: 0 to run, {n - 2} unchanged since their last run, 2 that cannot run" in p.stderr, p.stderr[-2000:]   # DBRX, not built; OmDet-Turbo, served by no runner
     assert "starting Ray" not in p.stderr   # no run, no Ray
     pd.testing.assert_frame_equal(read_architectures(architecture_path(mine, PAIR)), before)
-
-
-def test_a_passing_row_without_damaged_runs_gets_them_alone(architecture_table, tmp_path):
-    """A passing row with no damaged runs (a table from before them, or a command interrupted before they ran) gets them on the
-    next invocation, and its intact run is not run again."""
-    out, _ = architecture_table
-    mine = shutil.copytree(out, tmp_path / "out")
-    path = architecture_path(mine, PAIR)
-    before = read_architectures(path)
-    llama = (before.model_type == "llama").to_numpy()
-    from neuron_support.publish import architecture_bytes
-    path.write_bytes(architecture_bytes(before.assign(damage_noise=before.damage_noise.where(~llama), damage_swap=before.damage_swap.where(~llama))))
-    p = subprocess.run([shutil.which("neuron-support"), "architectures", "--only", "llama", "--slots", "2", "--device", "cpu", "--out", str(mine)],
-                       capture_output=True, text=True, timeout=600, env=os.environ)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "1 architecture: 0 to run, 1 unchanged since their last run" in p.stderr and "1 passing: running each again damaged" in p.stderr, p.stderr[-2000:]
-    pd.testing.assert_frame_equal(read_architectures(path), before)   # the same results again, and the intact row's time
 
 
 def test_the_table_is_published_and_read_back(architecture_table, tmp_path, hub):
