@@ -38,7 +38,7 @@ def faulty_run(item, setting, env)->dict:
             if draw < edge:
                 if fault == "node lost":
                     from ray.exceptions import NodeDiedError
-                    raise NodeDiedError("stand-in", "the stand-in's node, lost")
+                    raise NodeDiedError("the stand-in's node, lost")
                 return {"fault": fault, "retry_after": 1.0 if fault.startswith("Hub") else None, "error": f"a stand-in's {fault}"}
     return table_row(item.model_id, verdict(item.model_id, p["seed"]), setting.stack, neuron_cores=item.cores, runner="run_dense",
                      tested_at="2026-12-01T00:00:00Z", wall_s=p["seconds"])

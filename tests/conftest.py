@@ -284,7 +284,7 @@ def timm_architecture_table(tmp_path_factory):
     import shutil
     cache = session_folder(tmp_path_factory) / "timm-architectures-cache"
     return once_per_session(tmp_path_factory, "timm-architectures",
-                            [shutil.which("neuron-support"), "architectures", "--library", "timm", "--only", TIMM_ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu"],
+                            [shutil.which("neuron-support"), "architectures", "--library", "timm", "--only", TIMM_ARCHITECTURES_ONLY, "--slots", "2", "--device", "cpu", "--no-damage"],   # run damaged: the transformers table's fixture
                             timeout=900, env={"NEURON_SUPPORT_CACHE": str(cache), "OMP_NUM_THREADS": "1"})
 
 

@@ -415,7 +415,7 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
-ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "functools", "gc", "hashlib", "inspect", "io", "json", "math", "os", "re", "resource", "signal", "socket", "subprocess", "sys", "tempfile", "time",
+ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "errno", "functools", "gc", "hashlib", "inspect", "io", "json", "math", "os", "re", "resource", "signal", "socket", "subprocess", "sys", "tempfile", "time",
                    "traceback", "urllib", "wave", "zlib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
                    "torch_neuronx"}
 
