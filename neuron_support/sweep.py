@@ -369,20 +369,20 @@ def core_maps(ray, device:str, nodes:set|None=None, # the hosts to give one to (
             for n in ray.nodes() if n["Alive"] and n["Resources"].get(res) and (nodes is None or n["NodeID"] in nodes)}
 
 # %% ../nbs/20_sweep.ipynb #deeed552
-def node_label(node:dict)->str:
-    "A host of the cluster as progress lines name it: its address, and its node id's start (two nodes may share an address)."
-    return f"{node['NodeManagerAddress']}/{node['NodeID'][:6]}"
+def host_name(node:str)->str: # a Ray node id
+    "A host of the cluster as every line names it (joined, left, a run's start): its node id's start, since two nodes may share an address."
+    return node[:6]
 
 # %% ../nbs/20_sweep.ipynb #fd0863b5
 def join_maps(ray, maps:dict, # {node id: CoreMap actor}: changed in place
               device:str)->list: # the lines that say which hosts joined or left
     "Give each host that joined the cluster since the sweep began its core map, and drop those of the hosts that left: a run is sent to a host with its core map."
     live = {n["NodeID"]: n for n in ray.nodes() if n["Alive"] and n["Resources"].get(SLOT_RESOURCE[device])}
-    lines = [f"host {gone[:6]} left the cluster: its runs are tried again on the others" for gone in set(maps) - set(live)]
+    lines = [f"host {host_name(gone)} left the cluster: its runs are tried again on the others" for gone in set(maps) - set(live)]
     for gone in set(maps) - set(live): maps.pop(gone)
     if new := core_maps(ray, device, set(live) - set(maps)):
         maps.update(new)
-        lines += [f"host {node_label(live[n])} joined the cluster: {int(live[n]['Resources'][SLOT_RESOURCE[device]])} cores" for n in new]
+        lines += [f"host {host_name(n)} joined the cluster at {live[n]['NodeManagerAddress']}: {int(live[n]['Resources'][SLOT_RESOURCE[device]])} cores" for n in new]
     return lines
 
 # %% ../nbs/20_sweep.ipynb #3d9cda2d
@@ -396,7 +396,7 @@ def holdings(ray, maps:dict)->tuple: # ({model_id: cores}, {model_id: host}) of 
     "What each host's core map holds now, and on which host: progress names the host where the cluster has more than one."
     held, where = {}, {}
     for node, m in maps.items():
-        for model, cores in ray.get(m.holding.remote(), timeout=10).items(): held[model], where[model] = cores, node[:6]
+        for model, cores in ray.get(m.holding.remote(), timeout=10).items(): held[model], where[model] = cores, host_name(node)
     return held, (where if len(maps) > 1 else {})
 
 # %% ../nbs/20_sweep.ipynb #3ea329ea
@@ -914,8 +914,8 @@ def sweep(max_runs:int=100, # how many models to run, down the list
           out_dir="out", # the output folder: data/<pair>.parquet and runs/<pair>/
           time_limit:float|None=None, # seconds a run gets (its notebook stops run.py at it); None: the script's default
           slots:int|None=None, # cores of the local Ray (CPU: concurrent rank processes); None: the host's
-          push_cache:str|None=None, # after the sweep, sync the local compile cache to this bucket (or folder)
-          cache_from:str|None=None, # sync the compile cache from here first (None: the compiler's public cache)
+          push_cache:str|None=None, # each host pushes its compile cache to this bucket (or folder) after each of its runs
+          cache_from:str|None=None, # each host syncs its compile cache from here before its first run (None: the compiler's public cache)
           device:str|None=None, backend:str|None=None, # force a device or compile backend
           stack:Stack|None=None, # the stack (None: detected, with device and backend)
           grace:float|None=None, # seconds past the time limit before the sweep kills a run whole (None: run_grace())
@@ -984,14 +984,12 @@ def sweep(max_runs:int=100, # how many models to run, down the list
             for r in excluded: progress.result(r, here=False)
             for m, r in done.items(): progress.result(r, here=False, key=m)
             todo = [i for i in runs if i.model_id not in done]
-            if todo: warm_cache(stack, cache_from, progress.say)
             setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {},
                                  {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})}, disk_gb=disk_budget,
                                  cache_from=cache_from or cache_source(stack), push_cache=push_cache)   # each host's, as it joins
             left = run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress, retries) if todo else {}
             if left: progress.say(left_line(left))   # the journal stays open: the same command runs them, and only them
             else: write_journal(jpath, acts, selection, done=True, created=created)
-            if push_cache: progress.say(f"compile cache pushed to {push_cache}: {sync_cache(cache_folder(stack), push_cache)}")
         finally: progress.close()
         path = table_path(out_dir, pair)
         if path.exists() and report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
@@ -1000,14 +998,6 @@ def sweep(max_runs:int=100, # how many models to run, down the list
 
 # %% ../nbs/20_sweep.ipynb #7d667c5e
 SWEEP_ARGS = tuple(inspect.signature(sweep).parameters) # what one library's sweep passes on to the next
-
-# %% ../nbs/20_sweep.ipynb #95186e85
-def warm_cache(stack:Stack, source:str|None, say):
-    "Sync the compiler's public cache into the local cache folder; a failure is reported, not fatal."
-    source = source or cache_source(stack)
-    if not source: return
-    try: say(f"compile cache {source} -> {cache_folder(stack)}: {sync_cache(source, cache_folder(stack))}")
-    except Exception as e: say(f"compile cache not synced from {source}: {type(e).__name__}: {str(e)[:200]}")
 
 # %% ../nbs/20_sweep.ipynb #8f2c137a
 RUN_FILES = ("run.ipynb", "run.py", "result.json", OUTCOME_FILE) # and the pictures the outcome names

@@ -158,7 +158,7 @@ def test_a_node_that_joins_gets_runs_and_a_lost_node_changes_no_verdict(demo_hub
         while line := sweeping.stderr.readline():
             lines.append(line)
             if worker is None and " start " in line: worker = join()   # the first run is on the head: a node joins
-            if m := re.search(r"host \S+/(\w+) joined the cluster", line): host = m[1]
+            if m := re.search(r"host (\w+) joined the cluster", line): host = m[1]
             if host and f" of host {host}" in line: raylet_of(worker).kill(); break   # a run on the new node: its raylet dies under it
         stderr = "".join(lines) + sweeping.stderr.read()   # to its end, then what little it printed on stdout
         stdout = sweeping.stdout.read(); sweeping.wait(timeout=60)
