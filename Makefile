@@ -6,7 +6,14 @@
 # PYTHONDONTWRITEBYTECODE is set (as on this project's machines) nothing would cache a module compiled later, and every
 # process would compile torch again on import. pip compiles one file at a time after each install; `compileall -j 0`
 # compiles the whole environment once, on every core, after the installs (benchmarks/README.md: the environment's time).
+# uv, where it is on the PATH (or named: `make env UV=...`), installs the same packages as pip in a sixth of the time
+# (benchmarks/README.md); without it, pip.
+UV     ?= $(shell command -v uv 2>/dev/null)
+ifneq ($(UV),)
+PIP     = $(UV) pip install -q --python $(BIN)/python
+else
 PIP     = $(BIN)/python -m pip install -q --disable-pip-version-check --no-compile
+endif
 COMPILE = $(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null || true   # a few files of some packages are not Python 3 (their tests' fixtures): pip skips them too
 VENV   ?= .venv
 PYTHON ?= python3
