@@ -6,7 +6,7 @@
 # PYTHONDONTWRITEBYTECODE is set (as on this project's machines) nothing would cache a module compiled later, and every
 # process would compile torch again on import. pip compiles one file at a time after each install; `compileall -j 0`
 # compiles the whole environment once, on every core, after the installs (benchmarks/README.md: the environment's time).
-# uv, where it is on the PATH (or named: `make env UV=...`), installs the same packages as pip in a sixth of the time
+# uv, where it is on the PATH (or named: `make env UV=...`), makes the same environment as pip in 0.58 of the time
 # (benchmarks/README.md); without it, pip.
 UV     ?= $(shell command -v uv 2>/dev/null)
 ifneq ($(UV),)
