@@ -196,6 +196,19 @@ def no_zero_weights(model:torch.nn.Module)->torch.nn.Module:
             if p.dim() >= 2 and p.is_floating_point() and not p.any(): p.normal_(0, p.shape[-1] ** -0.5)
     return model
 
+# %% ../nbs/02_demo.ipynb #8630c209
+NORM_NEAR_ZERO = 0.1 # a normalisation's gains whose mean size is under this were drawn near zero (a random init's std is 0.02): a trained model's are about 1
+
+def live_norms(model:torch.nn.Module)->int: # how many normalisations' gains were set
+    "Set to 1 the gains of every normalisation whose gains were drawn near zero (not all zero), as a trained model's are: the signal then reaches the head."
+    n = 0
+    with torch.no_grad():
+        for m in model.modules():
+            w = getattr(m, "weight", None)
+            if "norm" in type(m).__name__.lower() and isinstance(w, torch.nn.Parameter) and w.dim() == 1 and w.any() and float(w.abs().mean()) < NORM_NEAR_ZERO:
+                w.fill_(1.0); n += 1
+    return n
+
 # %% ../nbs/02_demo.ipynb #dbfc326b
 LOGIT_SPREAD = 4.0 # the standard deviation of a tiny model's logits, as a trained model's: its top choices nats apart, where a random head's are a fraction of a nat
 
@@ -281,10 +294,11 @@ def save_tiny(dest:Path, # the repo folder to write
               generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
               head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
               prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure)
-             )->str: # what was done to its output layer (`sharp_output`)
-    "Random weights from a fixed seed (no weight matrix left at zero), the output layer drawn sharp, saved in bf16 with the tokenizer or processor."
+             )->str: # what was done to its output layer (`sharp_output`), and to its norms (`live_norms`)
+    "Random weights from a fixed seed (no weight matrix left at zero, no normalisation's gains near zero), the output layer drawn sharp, saved in bf16 with the tokenizer or processor."
     torch.manual_seed(seed_of(dest.name))
     model = no_zero_weights(model_class(config).eval())
+    norms = live_norms(model)   # before the head is measured: what reaches it
     if head_scale != 1:
         with torch.no_grad(): model.get_output_embeddings().weight.mul_(head_scale)
         head = f"{output_layer(model)[0]} x{head_scale:g}"
@@ -294,7 +308,7 @@ def save_tiny(dest:Path, # the repo folder to write
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     processor.save_pretrained(dest)
-    return head
+    return head + (f"; {norms} norms' gains drawn near zero set to 1" if norms else "")
 
 # %% ../nbs/02_demo.ipynb #22cf1401
 def bert_config(tok, # the tokenizer whose vocabulary the model covers

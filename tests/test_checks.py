@@ -527,13 +527,14 @@ def test_smollm2_run_with_noisy_weights_fails_the_output_check(smol, tmp_path):
 # --- power: a near-tie that bf16 could cause (issue 57) -----------------------------------------------------------
 
 FLAT = ("llama:LlamaForCausalLM", "bert:BertForTokenClassification", "vit:ViTForImageClassification",
-        "bert:BertForSequenceClassification", "bert:BertModel")   # the builder's: flat outputs before it drew them sharp (`sharp_output`); a two-label head; a bare encoder last
+        "mobilevitv2:MobileViTV2ForImageClassification",
+        "bert:BertForSequenceClassification", "bert:BertModel")   # the builder's: flat outputs before it drew them sharp (`sharp_output`); its norms drawn near zero; a two-label head; a bare encoder last
 SWAPPED = {"bert:BertModel"}   # damaged by flipping its weight matrices, which a bare encoder drawn at 0.02 passed (its layers hardly mattered: `live_layers`)
 
 
 @pytest.fixture(scope="module")
 def flat_checkpoints(tmp_path_factory) -> dict:
-    "The architecture table's builder's tiny checkpoints of a causal LM, a token classifier, an eight-class image classifier, a two-label text classifier and a bare encoder."
+    "The architecture table's builder's tiny checkpoints of a causal LM, a token classifier, two image classifiers, a two-label text classifier and a bare encoder."
     from neuron_support.architectures import build_checkpoints
     built = build_checkpoints("transformers", list(FLAT), tmp_path_factory.mktemp("flat"), say=lambda line: None)
     return {f"{e['model_type']}:{e['class']}": Path(e["folder"]) for e in built if "folder" in e}
@@ -547,7 +548,9 @@ def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_chec
     (`sharp_output`): the run with noise on its weights is FAIL(output), the intact run PASS. A two-label head keeps fp32's
     class under damage half the time: its labels are held as a score is (`labels_moved`), and a damaged run moves them. A bare
     encoder's hidden states hardly depended on its layers: flipped, they still had a cosine of 0.999 with fp32's; its layers
-    are drawn at a trained model's scale now (`live_layers`), and the flipped run is FAIL(output)."""
+    are drawn at a trained model's scale now (`live_layers`), and the flipped run is FAIL(output). MobileViT v2's BatchNorms are
+    drawn with gains near 0.02, so its features reached the head as 1e-41 and every label had the same probability, intact
+    and damaged ("PASS Y" with noise); its gains are set to 1 now (`live_norms`), and the damaged run is FAIL(output)."""
     from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
     from neuron_support.stack import detect_stack
