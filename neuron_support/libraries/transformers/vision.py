@@ -249,9 +249,14 @@ def class_shares(logits:torch.Tensor, id2label:dict|None, top:int=3)->str:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a04
 def check_segmentation(ref:dict, dev:dict, id2label:dict|None, device:str="device")->dict: # ok, cpu_match, prediction
-    "A segmentation against fp32's: each pixel's class fp32's, bf16's, or a near-tie, for at least `SEGMENTATION_AGREEMENT` of the pixels; `Y` where every pixel's is fp32's, else how many are near-ties and bf16's."
+    "A segmentation against fp32's: no logit NaN or infinite, and each pixel's class fp32's, bf16's, or a near-tie, for at least `SEGMENTATION_AGREEMENT` of the pixels; `Y` where every pixel's is fp32's, else how many are near-ties and bf16's."
     same, near = pixel_agreement(ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"])
     prediction = f"classes on {device}: {class_shares(dev['logits'], id2label)} | CPU fp32: {class_shares(ref['fp32']['logits'], id2label)}"
+    n16 = int((~torch.isfinite(ref["bf16"]["logits"])).sum())   # the CPU's eager bf16 call spoils its map: bf16's class there is no class, and the failure the CPU's too
+    for who, logits in (("CPU fp32", ref["fp32"]["logits"]), (device, dev["logits"])):   # a NaN pixel's argmax is a label all the same: said, never matched
+        if n := int((~torch.isfinite(logits)).sum()):
+            return {"ok": False, "cpu_match": f"N {n} of the {who}'s logits are NaN or infinite" + (f" (the CPU's bf16: {n16})" if n16 else ""), "prediction": prediction,
+                    **({"cpu_eager": f"the CPU's eager bf16 call gives {n16} NaN or infinite logits"} if n16 else {})}
     if near < SEGMENTATION_AGREEMENT: return {"ok": False, "cpu_match": f"N {1 - near:.1%} of the pixels a class fp32 puts nats below its own (at most {1 - SEGMENTATION_AGREEMENT:.0%})", "prediction": prediction}
     same32 = float((dev["logits"].argmax(0) == ref["fp32"]["logits"].argmax(0)).float().mean())
     if same32 == 1: return {"ok": True, "cpu_match": "Y", "prediction": prediction}
