@@ -196,6 +196,12 @@ def no_zero_weights(model:torch.nn.Module)->torch.nn.Module:
             if p.dim() >= 2 and p.is_floating_point() and not p.any(): p.normal_(0, p.shape[-1] ** -0.5)
     return model
 
+# %% ../nbs/02_demo.ipynb #45b0e2b9
+def norm_gain(m:torch.nn.Module)->torch.nn.Parameter|None:
+    "A normalisation's gain (its one-dimensional weight), or None for a module that is no normalisation or has none."
+    w = getattr(m, "weight", None)
+    return w if "norm" in type(m).__name__.lower() and isinstance(w, torch.nn.Parameter) and w.dim() == 1 else None
+
 # %% ../nbs/02_demo.ipynb #8630c209
 NORM_NEAR_ZERO = 0.1 # a normalisation's gains whose mean size is under this were drawn near zero (a random init's std is 0.02): a trained model's are about 1
 
@@ -204,9 +210,7 @@ def live_norms(model:torch.nn.Module)->int: # how many normalisations' gains wer
     n = 0
     with torch.no_grad():
         for m in model.modules():
-            w = getattr(m, "weight", None)
-            if "norm" in type(m).__name__.lower() and isinstance(w, torch.nn.Parameter) and w.dim() == 1 and w.any() and float(w.abs().mean()) < NORM_NEAR_ZERO:
-                w.fill_(1.0); n += 1
+            if (w := norm_gain(m)) is not None and w.any() and float(w.abs().mean()) < NORM_NEAR_ZERO: w.fill_(1.0); n += 1
     return n
 
 # %% ../nbs/02_demo.ipynb #dbfc326b
@@ -229,7 +233,7 @@ def output_layer(model, # a transformers model
 def final_norm(model)->tuple: # (its name, the module), or (None, None)
     "The last normalisation with a gain in the model's modules: the one that hands the output layer its features."
     for name, m in reversed(list(model.named_modules())):
-        if "norm" in type(m).__name__.lower() and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 1: return name, m
+        if norm_gain(m) is not None: return name, m
     return None, None
 
 # %% ../nbs/02_demo.ipynb #121f71a3
