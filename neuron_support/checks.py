@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['NEAR_TIE_FLOOR', 'BF16_DRIFT_FACTOR', 'NEAR_TIE_CONTENDERS', 'COSINE_MIN', 'SCORE_MAX_DISTANCE', 'bf16_drift',
            'tie_allowance', 'near_tie', 'gap_text', 'fingerprint', 'reference_file', 'save_reference', 'load_reference',
-           'cpu_references', 'KernelWatch', 'quoted', 'compare_predictions', 'label_name', 'check_hidden_states',
-           'check_score', 'labels_moved', 'moved_text', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
+           'cpu_references', 'quoted', 'compare_predictions', 'label_name', 'check_hidden_states', 'labels_moved',
+           'moved_text', 'top_k', 'top_k_shared', 'check_classifier', 'ranking_steps']
 
 # %% ../nbs/09_checks.ipynb #87029c5c
 import functools, gc, hashlib, json, math, os, subprocess, sys, time
@@ -127,40 +127,6 @@ def cpu_references(key:dict, # what the references depend on: the plan's referen
         if file is not None: save_reference(file, value)
     return {"fp32": value["fp32"], "bf16": value["bf16"], "cached": cached}
 
-# %% ../nbs/09_checks.ipynb #88f84e9e
-GRID_SAMPLE_PROBE = """
-import torch
-g = torch.Generator().manual_seed(0)
-value = torch.randn(1, 56 * 56, 4, 16, generator=g).bfloat16().flatten(2).transpose(1, 2).reshape(4, 16, 56, 56)   # at 8 x 8 the kernel reads right
-grid = (torch.rand(4, 100, 4, 2, generator=g) * 2 - 1).bfloat16()
-with torch.inference_mode(): laid, contiguous = (torch.nn.functional.grid_sample(v, grid, align_corners=False) for v in (value, value.contiguous()))
-print("misreads" if not torch.equal(laid.nan_to_num(), contiguous.nan_to_num()) else "reads right")
-""" # random values laid out as deformable attention lays them (transposed from a sequence), sampled as they are and made contiguous
-
-# %% ../nbs/09_checks.ipynb #12bc380a
-@functools.cache
-def grid_sample_misreads()->bool:
-    "Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous: `GRID_SAMPLE_PROBE`'s two samplings differ, or its process dies of the read (a signal); asked once a process, in a process of its own."
-    p = subprocess.run([sys.executable, "-c", GRID_SAMPLE_PROBE], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    return p.returncode < 0 or p.stdout.strip() == "misreads"   # another failure (no torch, no memory) says nothing of the kernel
-
-# %% ../nbs/09_checks.ipynb #3739f7a7
-CPU_KERNEL_DEFECTS = { # torch function -> (whether its call reaches the defect, whether this torch has it, what it does): kernels whose failure is the CPU's
-    torch.nn.functional.grid_sample: (lambda input, *args, **kwargs: input.device.type == "cpu" and input.dtype == torch.bfloat16 and not input.is_contiguous(),
-                                      grid_sample_misreads, "torch's CPU grid_sample in bf16 misreads an input that is not contiguous")}
-
-# %% ../nbs/09_checks.ipynb #691df9d3
-class KernelWatch(torch.overrides.TorchFunctionMode):
-    "Around a call: `seen` lists what each CPU kernel of `CPU_KERNEL_DEFECTS` that the call reached with a misread input does, where this torch has the defect."
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        reaches, present, said = CPU_KERNEL_DEFECTS.get(func, (None, None, None))
-        if said and said not in self.seen and reaches(*args, **kwargs) and present(): self.seen.append(said)
-        return func(*args, **kwargs)
-
 # %% ../nbs/09_checks.ipynb #b85e0438
 def quoted(text:str, limit:int=40)->str:
     "`text` cut to `limit` characters and quoted as a JSON string."
@@ -203,15 +169,6 @@ def check_hidden_states(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor
     k = int(real.nonzero().reshape(-1)[i]) + 1
     return {"ok": False, "cpu_match": f"N first differs at token {k}: cosine {float(cos[i]):.4f} with fp32 vs {float(cos16[i]):.4f} for bf16 CPU",
             "prediction": prediction}
-
-# %% ../nbs/09_checks.ipynb #a1ebf5d3
-def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
-    "A single-output head: within SCORE_MAX_DISTANCE of fp32's score, or within twice bf16's distance to it."
-    v32, v16, vdev = (float(t.reshape(-1)[0]) for t in (ref32, ref16, dev))
-    allowed = max(SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR * abs(v16 - v32))
-    d = abs(vdev - v32)
-    if d <= allowed: return {"ok": True, "cpu_match": "Y", "prediction": f"score {vdev:.3f}"}
-    return {"ok": False, "cpu_match": f"N score {vdev:.3f} vs {v32:.3f} (distance {d:.3f} > {allowed:.3f})", "prediction": f"score {vdev:.3f}"}
 
 # %% ../nbs/09_checks.ipynb #0fa1f5df
 def labels_moved(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities over a head's labels

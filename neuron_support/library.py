@@ -21,7 +21,7 @@ class Library:
     selection_tasks: tuple      # the tasks whose best models form the selection, which the list starts with
     plan: Callable              # plan(ck, config, stack, max_cores, cores, core_gb, **inputs) -> Plan
     exclusion: Callable         # exclusion(info, stack, token, max_cores, api) -> (category, reason) or (None, (runner, head, bytes, cores, fit))
-    carried: str|tuple = ""     # the module run.py carries for its runners and checks (their RUNNERS and CHECKS), e.g. "neuron_support.libraries.sentence_transformers.runs"; or several, in order, the last declaring them
+    carried: str|tuple = ""     # the module run.py carries for its runners and checks (their RUNNERS, CHECKS and HOOKS), e.g. "neuron_support.libraries.sentence_transformers.runs"; or several, in order, the last declaring them
     tested: str = ""            # what a run tests, in a sentence of the dataset card
     version: Callable|None = None # () -> the version that names the pair (default: the installed distribution's)
     config_file: str = "config.json" # the file a plan reads first (a diffusers pipeline's is model_index.json)
@@ -37,7 +37,7 @@ class Library:
         return self.version() if self.version else package_version(self.name)
 
     def carried_for(self, runner:str|None=None)->tuple:
-        "The modules a run of `runner` carries, in order: its own where the library gives them, else the library's; the last declares RUNNERS and CHECKS."
+        "The modules a run of `runner` carries, in order: its own where the library gives them, else the library's; the last declares RUNNERS, CHECKS and HOOKS."
         modules = self.runner_modules.get(runner, self.carried)
         return (modules,) if isinstance(modules, str) else tuple(modules)
 

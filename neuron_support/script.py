@@ -44,7 +44,7 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
               f"{name}, by default the link `checkpoint` beside this file; the outcome is the last line of output, as JSON)" if plan.get("local") else
               "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"),
              "# code: the modules " + ", ".join(m.removeprefix("neuron_support.") for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
-             "#       less their imports of each other; the last line hands the library's RUNNERS and CHECKS to main"]
+             "#       less their imports of each other; the last line hands the library's RUNNERS, CHECKS and HOOKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
     if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {literal(hub)}: rerun it with HF_ENDPOINT={shlex.quote(hub)} python3 run.py")
     return "\n".join(map(one_line, lines)) + "\n"
@@ -57,7 +57,7 @@ def added_packages(stack:Stack, packages:list=())->list:
 
 # %% ../nbs/18_script.ipynb #6691b570
 CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.faults", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
-ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS))\n' # run.py's last line: the library's runners and checks, handed to the core
+ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS, HOOKS))\n' # run.py's last line: the library's runners, checks and hooks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
 def carried_modules(library:str="transformers", runner:str|None=None)->tuple:
@@ -162,7 +162,7 @@ STACK_READY_TIMEOUT = 300 # seconds the notebook waits for a started stack's imp
 
 STACK_SERVER = r"""import json, os, socket, sys
 folder, server, modules = sys.argv[1], socket.socket(fileno=int(sys.argv[2])), sys.argv[3:]   # the socket, listening before this started
-import torch, torch.multiprocessing, transformers, huggingface_hub   # what run.py imports first
+import torch, torch.multiprocessing, huggingface_hub   # what run.py imports first, whatever the library
 for name in modules: __import__(name)   # the run's library
 conn = server.accept()[0]; server.close(); os.unlink(os.path.join(folder, "socket"))   # one run, once
 conn.sendall(%r)
@@ -224,7 +224,7 @@ def started_stack(library:str, # the run's library: its module is imported too
     "Start the stack for one run and offer it to the processes started in the block ($NEURON_SUPPORT_STARTED_STACK); end it after."
     folder = tempfile.mkdtemp(prefix="ns-stack-")   # short: a socket's path has at most 107 bytes
     module = library.replace("-", "_")
-    modules = [module] if module != "transformers" and importlib.util.find_spec(module) else []
+    modules = [module] if importlib.util.find_spec(module) else []
     with socket.socket(socket.AF_UNIX) as server, open(os.path.join(folder, "imports.log"), "wb") as log:
         server.bind(os.path.join(folder, "socket")); server.listen(1)   # here, so that it is there when the block starts
         p = subprocess.Popen([sys.executable, "-c", STACK_SERVER, folder, str(server.fileno()), *modules], cwd=folder, env={**os.environ, RUN_TAG: tag},

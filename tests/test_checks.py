@@ -8,7 +8,7 @@ import pytest
 import torch
 import transformers
 
-from neuron_support.facts import encoder_task_kind
+from neuron_support.libraries.transformers.facts import encoder_task_kind
 from neuron_support.checks import NEAR_TIE_FLOOR, load_reference, near_tie, reference_file, save_reference
 from neuron_support.libraries.transformers.checks import (check_encoder, compare_generation, encoder_reference, generation_reference, judge_english, load_judge)
 from neuron_support.script import CARRIED_CORE, carried_modules, module_text
@@ -415,7 +415,7 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 
 # --- what run.py gets ---------------------------------------------------------------------------------------------
 
-ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "errno", "functools", "gc", "hashlib", "inspect", "io", "json", "math", "os", "re", "resource", "signal", "socket", "subprocess", "sys", "tempfile", "time",
+ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "dataclasses", "errno", "functools", "gc", "hashlib", "inspect", "io", "json", "math", "os", "re", "resource", "signal", "socket", "subprocess", "sys", "tempfile", "time", "typing",
                    "traceback", "urllib", "wave", "zlib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
                    "torch_neuronx"}
 

@@ -250,6 +250,37 @@ def test_the_stranger_check_can_fail(tmp_path, monkeypatch):
 TRANSFORMERS_CHECKS = ("generation_reference", "compare_generation", "judge_english", "check_encoder", "encoder_reference", "token_nlls")
 
 
+LIBRARY_PACKAGES = {"transformers", "sentence_transformers", "diffusers", "timm", "peft"} # the import names of the libraries the project tests, and of those they are built on
+NOT_YET_SHARED = {"demo": "builds every library's tiny checkpoints; issue 59 moves each library's builders into its folder"} # shared modules that still import a library, and why
+
+
+def library_imports(tree) -> list:
+    "The library packages a module imports, as `name:line`: an import statement, or importlib's import_module / find_spec / __import__ of a literal name."
+    found = []
+    for n in ast.walk(tree):
+        names = ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""] if isinstance(n, ast.ImportFrom) and n.level == 0 else
+                 [n.args[0].value] if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) in ("import_module", "find_spec", "__import__")
+                 and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str) else [])
+        found += [(n.lineno, name) for name in names if name.split(".")[0] in LIBRARY_PACKAGES]
+    return [f"{name}:{line}" for line, name in sorted(found)]
+
+
+def test_the_library_import_finder_finds_them():
+    "The check below can fail: each way of importing a library is found, and the package's own modules and torch are not."
+    tree = ast.parse("import transformers\nfrom diffusers.utils import x\nimport importlib\nimportlib.import_module('timm.data')\n"
+                     "importlib.util.find_spec('sentence_transformers')\nimport torch\nfrom .plan import Plan\nimport peft.tuners\n")
+    assert library_imports(tree) == ["transformers:1", "diffusers.utils:2", "timm.data:4", "sentence_transformers:5", "peft.tuners:8"]
+
+
+def test_no_shared_module_imports_a_library():
+    """Issue 59: the shared modules (the core run.py carries, the plan, the sweep, the app...) name no library's package:
+    what a library needs of them is its folder's (`RunHooks`, its facts, its checks)."""
+    shared = {m: library_imports(t) for m, t in MODULES.items() if not m.startswith("libraries.") and m not in NOT_YET_SHARED}
+    assert {"core", "checks", "facts", "plan", "sweep"} <= set(shared)
+    assert {m: found for m, found in shared.items() if found} == {}
+    assert library_imports(MODULES["demo"])   # what NOT_YET_SHARED excuses is still there: when it is not, the excuse goes
+
+
 @pytest.mark.parametrize("library", ["sentence-transformers", "diffusers", "timm"])
 def test_other_libraries_run_py_carry_none_of_transformers_checks(library):
     "A sentence-transformers, diffusers or timm run.py carries the shared checks only: none of transformers' generation, judge or encoder checks."
@@ -257,12 +288,14 @@ def test_other_libraries_run_py_carry_none_of_transformers_checks(library):
     assert [f for f in TRANSFORMERS_CHECKS if re.search(rf"^def {f}\(", code, re.M)] == []
     assert re.search(r"^def near_tie\(", code, re.M)   # the shared rules are there
     assert [f for f in TRANSFORMERS_CHECKS if re.search(rf"^def {f}\(", module_text("transformers"), re.M)] == list(TRANSFORMERS_CHECKS)   # and the check can fail
+    if library != "sentence-transformers":   # its models are transformers': it imports transformers itself
+        assert not re.search(r"^\s*(import|from) transformers\b", code, re.M)   # nor does it import transformers (the core did, once)
 
 
 # ---- the public surface (issue 43, item 5): `__all__` is what a script, the CLI, the app and a library use ----------------
 
 REPO = NOTEBOOKS.parent
-CONTRACT = {"library": {"LIBRARY"}, "carried": {"RUNNERS", "CHECKS"}, "builder": {"build_child"}} # what the registry, run.py and the architecture table read from a library's modules by name
+CONTRACT = {"library": {"LIBRARY"}, "carried": {"RUNNERS", "CHECKS", "HOOKS"}, "builder": {"build_child"}} # what the registry, run.py and the architecture table read from a library's modules by name
 
 
 def imported_names(tree, module:str="") -> dict:

@@ -69,7 +69,7 @@ TOY_RUNS = """
 "The toy library's carried module: what its run.py carries after the core, a runner and its check."
 import os
 import safetensors.torch
-from ...core import compiled   # a carried module: run.py defines it above this text, and leaves this line out
+from ...core import compiled, RunHooks   # a carried module: run.py defines it above this text, and leaves this line out
 
 def run_toy(plan, path, device, state):
     weights = safetensors.torch.load_file(os.path.join(path, "model.safetensors"), device=device)
@@ -87,6 +87,7 @@ def check_toy(plan, path, out, cache_dir):
 
 RUNNERS = {"run_toy": run_toy}
 CHECKS = {"run_toy": check_toy}
+HOOKS = RunHooks()   # nothing else asked of the core
 """
 
 TOY_LIBRARY = """

@@ -138,7 +138,7 @@ def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
     assert row["neuron_cores"] == 2 and row["result"] in ("PASS", "FAIL(output)") and row["check"].startswith("judge")
     assert o["ranks_agree"] is True
     # the same tokens as one rank, run through the same standalone script
-    res = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None)
+    res = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None, hooks=transformers_runs.HOOKS)
     assert res["tokens"] == o["tokens"]
 
 
@@ -213,7 +213,7 @@ def test_a_state_space_model_runs_with_the_closest_settings(tmp_path):
     tok.save_pretrained(tmp_path / "mamba")
     row = papermill(tmp_path / "run", str(tmp_path / "mamba"), min_new_tokens=8)
     assert row["result"] == "PASS" and row["cpu_match"][0] in "Y~", row
-    assert row["notes"].startswith("(a static cache, the prompt in one prefill: transformers refuses the card's for this model)")
+    assert row["notes"].startswith("(a static cache, the prompt in one prefill: the CPU refuses the card's for this model)")
     assert "num_attention_heads" not in (row["error"] or "") and row["cpu_eager"] is None
     # the script that ran is the script of the row: the same PLAN, the ladder inside it
     assert (tmp_path / "run" / "run.py").read_text() == row["run_py"]

@@ -10,10 +10,11 @@ import gc, json, math, re, time
 from pathlib import Path
 import torch
 import transformers
-from ...facts import JUDGE_MODEL, TASK_KINDS, ENCODER_HEADS, encoder_task_kind
+from ...facts import JUDGE_MODEL
+from .facts import TASK_KINDS, ENCODER_HEADS, encoder_task_kind
 from ...core import memory_error, as_dtype, say
 from ...processes import first_line
-from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, check_score, labels_moved, moved_text)
+from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, labels_moved, moved_text, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
 def with_attention(compute, # compute(attention) -> the reference, computed with that attention implementation
@@ -285,6 +286,15 @@ def describe_prediction(task_kind:str, out:torch.Tensor, positions, input_ids=No
         if ids is None or tokenizer is None: return f"tokens {s + 1} to {e + 1}"
         return tokenizer.decode(ids[s:e + 1]).strip() if e >= s else "(no answer: the end comes before the start)"
     return f"score {float(out.reshape(-1)[0]):.3f}"
+
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #a1ebf5d3
+def check_score(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict:
+    "A single-output head: within SCORE_MAX_DISTANCE of fp32's score, or within twice bf16's distance to it."
+    v32, v16, vdev = (float(t.reshape(-1)[0]) for t in (ref32, ref16, dev))
+    allowed = max(SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR * abs(v16 - v32))
+    d = abs(vdev - v32)
+    if d <= allowed: return {"ok": True, "cpu_match": "Y", "prediction": f"score {vdev:.3f}"}
+    return {"ok": False, "cpu_match": f"N score {vdev:.3f} vs {v32:.3f} (distance {d:.3f} > {allowed:.3f})", "prediction": f"score {vdev:.3f}"}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #10ad5ea0
 def check_encoder(task_kind:str, # one of TASK_KINDS

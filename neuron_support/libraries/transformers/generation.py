@@ -6,8 +6,10 @@
 __all__ = []
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #4a054459
+import dataclasses
 import torch
 import transformers
+from .load import LOAD_HOOKS
 from ...core import compile_run, compiled_graphs, timed, reference_key, available_memory_bytes, memory_error
 from ...processes import first_line
 from .checks import generation_reference, compare_generation, judge_english, cpu_check
@@ -134,7 +136,7 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     if plan["cores"] == 1 and fits:
         try:
             kwargs = {**out.get("reference_inputs", {}), **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
-            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan, path),
+            ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan, path, transformers=transformers.__version__),
                                        plan["head_class"], kwargs or None)  # the reference loads the class the device run loaded
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
             c = compare_generation(ref, out["tokens"], tok)
@@ -146,3 +148,9 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     else: why = "more than one core" if plan["cores"] > 1 else "fp32 weights do not fit in this machine's memory"
     j = judge_english(out["text"], plan["judge_model"])   # a judge that raises is the harness's failure too
     return {**r, "english": j["english"], "check": f"judge ({first_line(why, 120)})", "ok": j["english"] == "Y", "judge": j}
+
+# %% ../../../nbs/libraries/transformers/04_generation.ipynb #fa30ad23
+GENERATION_HOOKS = dataclasses.replace(LOAD_HOOKS,
+    settings={"one prefill": "a static cache, the prompt in one prefill"}, # the closest to the card's that keep every shape fixed
+    probes={"defaults": "transformers' own generate settings (a cache that grows, the prompt in one prefill)"}) # tried only to tell whose failure it is
+

@@ -10,7 +10,8 @@ import functools, json
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 from neuron_support.stack import UsageError, Stack
-from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, MASKED_WORD, QUESTION, ENCODER_LENGTH, MAX_CORES, PREFILL_CHUNK, ENCODER_HEADS, PHOTO, DETECTION_QUERIES, encoder_task_kind)
+from neuron_support.facts import (PROMPT, MAX_NEW_TOKENS, ENCODER_TEXT, ENCODER_LENGTH, MAX_CORES, PHOTO, DETECTION_QUERIES)
+from neuron_support.libraries.transformers.facts import MASKED_WORD, QUESTION, PREFILL_CHUNK, ENCODER_HEADS, encoder_task_kind
 from neuron_support.plan import Plan, Checkpoint, checkpoint_weight_bytes, info_checkpoint, plan_cores, read_text
 from neuron_support.untrusted import one_line
 from neuron_support.rules import exclusion
@@ -477,7 +478,7 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
     return exclusion(info, stack, token, max_cores, api, fit=runner_and_fit, known=CONFIG_MAPPING_NAMES)
 
 HERE = "neuron_support.libraries.transformers" # this folder, whose modules run.py carries
-FIRST = (f"{HERE}.load", f"{HERE}.checks") # what every transformers run carries first: the load (its sharding) and transformers' own checks
+FIRST = (f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks") # what every transformers run carries first: its facts, the load (its sharding) and transformers' own checks
 
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,

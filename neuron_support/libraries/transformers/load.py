@@ -6,8 +6,13 @@
 __all__ = []
 
 # %% ../../../nbs/libraries/transformers/03_load.ipynb #79e19cfb
+import re
+from pathlib import Path
 import torch
 import transformers
+from ...core import RunHooks, importable
+
+transformers.utils.logging.disable_progress_bar()   # in run.py, its ranks and the CPU's reference: the run's own lines say what happens
 
 # %% ../../../nbs/libraries/transformers/03_load.ipynb #0f8a2d0d
 def distributed_config(plan:dict):
@@ -30,3 +35,31 @@ def load_model(cls, path:str, plan:dict, device:str):
 def model_inputs(batch)->dict: # {name: tensor}
     "A processor's output as the model's keyword arguments: its tensors, without the lists and numbers that are the processor's bookkeeping."
     return {k: v for k, v in dict(batch).items() if isinstance(v, torch.Tensor)}
+
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #9720edf8
+def build_on_meta(plan:dict, path:str)->str: # the class built, "" when the plan's is not transformers'
+    "Build the plan's head class on the meta device from the checkpoint's config: every module of its code imported, nothing allocated."
+    cls = getattr(transformers, plan.get("head_class") or "", None)
+    if not hasattr(cls, "from_config"): return ""
+    config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+    with torch.device("meta"): model = cls.from_config(config, trust_remote_code=False)
+    return type(model).__name__
+
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #8d0396ac
+TABLE = ("transformers.dependency_versions_table",) # where transformers lists the packages its models may ask for
+
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #1fd1ea87
+TIKTOKEN_LINE = re.compile(rb"[A-Za-z0-9+/=]+ [0-9]+")
+
+def tokenizer_packages(path, # the checkpoint's folder
+                       asked:list, # missing_packages' answer
+                      )->list: # pip requirement names, sorted
+    "What a checkpoint's tokenizer really needs, when transformers asked for tiktoken in place of sentencepiece."
+    spm = Path(path) / "tokenizer.model"
+    if "tiktoken" not in asked or not spm.is_file() or (Path(path) / "tokenizer.json").is_file(): return asked
+    with open(spm, "rb") as f: first = f.readline().strip()
+    if TIKTOKEN_LINE.fullmatch(first): return asked
+    return sorted(set(asked) - {"tiktoken"} | {"sentencepiece"} | (set() if importable("google.protobuf") else {"protobuf"}))
+
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #e8cb2086
+LOAD_HOOKS = RunHooks(warm=build_on_meta, dependency_tables=TABLE, packages=tokenizer_packages) # what every transformers run gives the core
