@@ -48,7 +48,7 @@ def one_sweep(todo, stack, seconds:float, seed:int, faults:bool, cores:int)->dic
     "Run the stand-ins through run_all into a fresh folder: its wall time, the runs left, the faults met, the verdicts."
     from neuron_support.publish import read_table, table_path
     from neuron_support.stack import pair_key
-    from neuron_support.sweep import RunSetting, Progress, run_all
+    from neuron_support.sweep import RunSetting, Progress, SweepOptions, run_all
     out, tries = tempfile.mkdtemp(prefix="fault-sim-"), tempfile.mkdtemp(prefix="fault-sim-tries-")
     lines = []
     class Lines(Progress):
@@ -57,7 +57,7 @@ def one_sweep(todo, stack, seconds:float, seed:int, faults:bool, cores:int)->dic
     setting = RunSetting(stack, out, "(stand-in)", time_limit=3600, grace=60, execute=faulty_run, budgeted=False,
                          parameters={"seconds": seconds, "seed": seed, "faults": faults, "tries": tries})
     t = time.time()
-    left = run_all(todo, setting, None, cores, 0, None, {}, Lines(len(todo), open(os.devnull, "w"), live=False))
+    left = run_all(todo, setting, SweepOptions(slots=cores, prefetch_gb=0), None, {}, Lines(len(todo), open(os.devnull, "w"), live=False))
     wall = time.time() - t
     met = {f: sum(f"not the model's failure: {f}" in l for l in lines) for f in RATES}
     table = read_table(table_path(out, pair_key(stack)))

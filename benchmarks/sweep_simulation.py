@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     a = ap.parse_args()
     from neuron_support.stack import detect_stack, read_versions
-    from neuron_support.sweep import RunSetting, SweepItem, Progress, run_all, start_ray
+    from neuron_support.sweep import RunSetting, SweepItem, Progress, run_all, start_ray, SweepOptions
     stack = detect_stack(found={"neuron": [a.cores, 24 * 2**30]}, versions={**read_versions(), "neuronx_cc": "0.0.sim"})
     runs = stand_ins(a.runs, a.seed)
     seconds = {m: minutes * a.scale for m, _, minutes in runs}
@@ -69,7 +69,7 @@ def main():
     ray = start_ray(stack, None, a.cores)
     warm_workers(ray, min(a.cores, sum(1 for _, c, _ in runs if c == 1)))
     t = time.time()
-    run_all(todo, setting, None, a.cores, 0, None, {}, Progress(len(todo), open(os.devnull, "w"), live=False))
+    run_all(todo, setting, SweepOptions(slots=a.cores, prefetch_gb=0), None, {}, Progress(len(todo), open(os.devnull, "w"), live=False))
     makespan = time.time() - t
     lower = max(sum(c * seconds[m] for m, c, _ in runs) / a.cores, max(seconds.values()))
     figures = {"runs": a.runs, "cores": a.cores, "scale": a.scale, "mix": {str(k): v for k, v in MIX.items()},

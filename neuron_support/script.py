@@ -286,27 +286,45 @@ def install_packages(packages:list, # requirement names
     if r.returncode: return [], f"pip install {' '.join(pins)} failed: {(r.stderr or r.stdout).strip()[-400:]}"
     return sorted(pins), ""
 
+# %% ../nbs/18_script.ipynb #f2c428c9
+def script_packages(run_py:str|None)->list: # the packages of the header's `# pip install` line
+    "The extra packages a rendered run.py installs, read back from its header."
+    line = next((l for l in (run_py or "").splitlines() if l.startswith("# pip install")), "")
+    return line.split()[3:]
+
+# %% ../nbs/18_script.ipynb #490dbc8b
+def site_env(run_dir:Path)->dict: # the environment run.py gets on top of the kernel's
+    "PYTHONPATH with the run's own `site/` first: the packages installed for this run only."
+    return {"PYTHONPATH": os.pathsep.join([str((Path(run_dir) / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
 # %% ../nbs/18_script.ipynb #c7944f7e
 def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_TIME_LIMIT, perturb:str="",
-                 judge_model:str=JUDGE_MODEL, reference_cache:str|None=None, echo=print)->tuple: # (outcome, run.py text, packages)
-    "Render and run run.py in run_dir, installing the packages loading asks for (once)."
+                 judge_model:str=JUDGE_MODEL, reference_cache:str|None=None, echo=print,
+                 run_py:str|None=None, # the script as rendered already (the notebook's, the sweep's): run as it is; None: rendered here
+                )->tuple: # (outcome, run.py text, packages)
+    "Run run.py in run_dir (the one given, else rendered), installing the packages its header names or loading asks for."
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
     clear_previous_run(run_dir)
     args = ["--reference-cache", str(reference_cache)] if reference_cache else []
     if Path(plan.model_id).is_absolute(): (run_dir / "checkpoint").symlink_to(plan.model_id, target_is_directory=True)   # a local folder: run.py names it, the link finds it
-    packages, env = [], {}
+    packages, env, text = [], {}, run_py
+    if named := [p for p in script_packages(run_py) if p not in added_packages(stack)]:   # a script rendered with its last run's packages: installed first, as its header says
+        echo(f"[neuron-support] run.py names {', '.join(named)}: installing them into {run_dir.name}/site for this run only")
+        packages, why = install_packages(named, run_dir / "site")
+        if why: text = None   # not as the header says: rendered anew, and loading asks for what it needs
+        else: env = site_env(run_dir)
     for attempt in (1, 2):
-        text = render_run_py(plan, stack, packages, time_limit, perturb, judge_model)
+        text = text if attempt == 1 and text else render_run_py(plan, stack, packages, time_limit, perturb, judge_model)
         write_atomic(run_dir / "run.py", text)
         outcome = execute_run_py(run_dir, time_limit + CHECK_ALLOWANCE, env, echo, args)
         wanted = outcome.get("missing_packages") or []
         if attempt == 2 or outcome.get("result") != failure("load") or not wanted: break
         echo(f"[neuron-support] loading needs {', '.join(wanted)}: installing them into {run_dir.name}/site for this run only")
-        packages, why = install_packages(wanted, run_dir / "site")
+        added, why = install_packages(wanted, run_dir / "site")
         if why:
             outcome = {**outcome, "result": failure("other"), "notes": first_line(why), "error": why + "\n\n" + outcome.get("error", "")}
             break
-        env = {"PYTHONPATH": os.pathsep.join([str((run_dir / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        packages, env = sorted({*packages, *added}), site_env(run_dir)
     return scrubbed(outcome), text, packages   # the outcome is the row's, its notebook's and outcome.json's: no folder of this machine
 
 # %% ../nbs/18_script.ipynb #d9d648da

@@ -19,7 +19,7 @@ from .stack import UsageError, GiB, Stack, detect_stack, pair_key
 from .facts import MAX_CORES
 from .plan import Plan, info_checkpoint
 from .registry import library_of, checkpoint_plan
-from .script import render_run_py, script_identity
+from .script import render_run_py, script_identity, script_packages
 from .publish import table_path, read_table, latest
 from .hub import valid_repo_id
 
@@ -170,12 +170,6 @@ def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblin
                 )->"Plan": # what make_plan(info.id, info.sha, stack, max_cores) returns
     "The plan of a listed model, built as `make_plan` builds it, from the listing's data."
     return checkpoint_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
-
-# %% ../nbs/19_select.ipynb #f2c428c9
-def script_packages(run_py:str|None)->list: # the packages of the header's `# pip install` line
-    "The extra packages a rendered run.py installs, read back from its header."
-    line = next((l for l in (run_py or "").splitlines() if l.startswith("# pip install")), "")
-    return line.split()[3:]
 
 # %% ../nbs/19_select.ipynb #3181f8dc
 def default_render(plan, stack, packages=())->str:

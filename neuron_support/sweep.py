@@ -53,6 +53,8 @@ class SweepItem:
     exclusion: str|None=None      # the exclusion's category ("excluded" only)
     group: str|None=None          # what it shares compiled graphs with: architecture, runner, weight bytes and cores ("run" only)
     weight_bytes: int|None=None   # bf16 bytes of the weights ("run" only): the size that the time left is estimated from
+    plan: dict|None=None          # the selection's plan, its fields ("run" only): the run's notebook does not make it again
+    run_py: str|None=field(default=None, repr=False) # the script the selection rendered to decide ("run" only): the run's, as it is (not journaled)
 
 DECISIONS = ("run", "skip", "excluded")
 
@@ -64,7 +66,8 @@ def sweep_item(c, # an item of the selection's list (select's Candidate)
     run = c.decision == "run"
     group = f"{c.plan.model_type}:{c.runner}:{c.weight_bytes}:{c.cores}" if run and c.plan is not None else None
     return SweepItem(c.model_id, c.decision, c.selection_rank, c.cores if run else None, c.runner if run else None,
-                     c.revision, c.reason or "", c.exclusion, group, c.weight_bytes if run else None)
+                     c.revision, c.reason or "", c.exclusion, group, c.weight_bytes if run else None,
+                     asdict(c.plan) if run and c.plan is not None else None, c.run_py if run else None)
 
 # %% ../nbs/20_sweep.ipynb #c2f4cb15
 def folder_item(folder:str, # a local checkpoint's folder, absolute (`model_source`)
@@ -73,7 +76,7 @@ def folder_item(folder:str, # a local checkpoint's folder, absolute (`model_sour
     "A local checkpoint as one library's sweep runs it, planned as `run` plans it; or why that library refuses it."
     try: plan = make_plan(folder, None, stack)
     except UsageError as e: return None, str(e)
-    return SweepItem(folder, "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes), ""
+    return SweepItem(folder, "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes, plan=asdict(plan)), ""
 
 # %% ../nbs/20_sweep.ipynb #e2466322
 def take_runs(items:list, # SweepItems in list order
@@ -100,7 +103,7 @@ def write_journal(path, # journal_path
                  )->dict: # the journal
     "Write the journal atomically and return it."
     j = {"created": time.time() if created is None else created, "done": done, "selection": selection,
-         "items": [asdict(i) for i in items]}
+         "items": [{k: v for k, v in asdict(i).items() if k != "run_py"} for i in items]}   # a script is rendered again on resume: the journal stays small
     write_atomic(path, json.dumps(j, indent=1, default=str))
     return j
 
@@ -204,7 +207,8 @@ class RunSetting:
         "The run notebook's parameters for one model."
         return {"model_id": item.model_id, "revision": item.revision, "out_dir": str(self.run_dir(item)), "device": self.stack.device,
                 "backend": self.stack.backend, "cores": item.cores, "core_gb": self.stack.core_gb,
-                "selection_rank": item.selection_rank or 0, "time_limit": self.time_limit, "library": self.stack.library, **self.parameters}
+                "selection_rank": item.selection_rank or 0, "time_limit": self.time_limit, "library": self.stack.library,
+                "planned": json.dumps(item.plan) if item.plan else "", "script": "run.py" if item.run_py else "", **self.parameters}
 
 # %% ../nbs/20_sweep.ipynb #58fb67ae
 def run_grace()->float:
@@ -234,6 +238,7 @@ def execute_run(item:SweepItem, # the model
     tag, limit = str(run_dir), setting.time_limit + setting.grace
     kill_run(tag)
     start, tested_at, error, rc = time.time(), utc_now(), None, None
+    if item.run_py: write_atomic(run_dir / "run.py", item.run_py)   # the script the selection rendered: the notebook shows and runs it
     with open(run_dir / "sweep.log", "ab") as log:
         log.write(f"--- {tested_at} {checkpoint_name(item.model_id)} on {item.cores} core(s)\n".encode()); log.flush()
         child = subprocess.Popen(child_command(setting.notebook, run_dir, setting.notebook_parameters(item), setting.kernel),
@@ -865,13 +870,13 @@ def stop_runs(run_dirs:list):
     for d in run_dirs: kill_run(str(Path(d).resolve()))   # a run's tag is its folder, resolved (`execute_run`)
 
 # %% ../nbs/20_sweep.ipynb #4cd0fe3c
-def select_items(stack:Stack, out_dir, max_runs:int|None, endpoint:str|None=None,
-                 time_limit:float|None=None, parameters:dict|None=None, # what the runs' notebooks get, so that run.py is theirs
+def select_items(o:"SweepOptions", # the sweep's: its stack, folder, runs, time limit and the notebook's parameters (so that run.py is the runs')
+                 endpoint:str|None=None, # the Hub
                  say=None, # say(line): a line per model decided, as the list grows
                 )->tuple: # (SweepItems, {model_id: rank})
-    "The sweep list of the select module, as SweepItems, and the selection; a skip compares the script the runs would render."
-    p = parameters or {}
-    render = lambda plan, stack, packages: render_run_py(plan, stack, list(packages), time_limit or DEFAULT_TIME_LIMIT,
+    "The sweep list of the select module, as SweepItems, and the selection; a skip compares the script the runs will run, which they are handed."
+    p, stack, out_dir, max_runs = o.parameters or {}, o.stack, o.out_dir, None if o.only else o.max_runs   # --only: the whole list, then filtered
+    render = lambda plan, stack, packages: render_run_py(plan, stack, list(packages), o.time_limit or DEFAULT_TIME_LIMIT,
                                                          p.get("perturb", ""), p.get("judge_model") or JUDGE_MODEL)
     runs = [0]
     def decided(c):
@@ -907,58 +912,71 @@ def left_line(left:dict, # {model_id: fault} of the runs left without a verdict
             + ("; the same command runs them again" if set(why) - {"larger than the disk budget"} else "")
             + ("; a larger --disk-budget lets a checkpoint larger than the budget run" if "larger than the disk budget" in why else ""))
 
+# %% ../nbs/20_sweep.ipynb #3dd8e3d6
+@dataclass(frozen=True)
+class SweepOptions:
+    "What one sweep is asked (the CLI's options, `sweep`'s arguments): built once, and read by every stage of it."
+    max_runs:int=100 # how many models to run, down the list
+    demo:bool=False # sweep the demo catalog on a local Hub started for it
+    address:str|None=None # a Ray cluster's address; None: a local Ray
+    out_dir:object="out" # the output folder: data/<pair>.parquet and runs/<pair>/
+    time_limit:float|None=None # seconds a run gets (its notebook stops run.py at it); None: the script's default
+    slots:int|None=None # cores of the local Ray (CPU: concurrent rank processes); None: the host's
+    push_cache:str|None=None # each host pushes its compile cache to this bucket (or folder) after each of its runs
+    cache_from:str|None=None # each host syncs its compile cache from here before its first run (None: the compiler's public cache)
+    device:str|None=None # force a device (None: detected)
+    backend:str|None=None # force a compile backend (None: the device's)
+    stack:Stack|None=None # the stack (None: detected, with device and backend)
+    grace:float|None=None # seconds past the time limit before the sweep kills a run whole (None: run_grace())
+    prefetch_gb:float=100 # GiB of weights downloaded ahead at most
+    only:list|None=None # sweep only these model ids of the list (their decisions unchanged)
+    items:list|None=None # SweepItems to use instead of selecting (tests)
+    notebook:object=None # the run notebook (None: nbs/run.ipynb)
+    parameters:dict|None=None # extra notebook parameters
+    stream:object=None # where progress goes (stderr)
+    libraries:list|None=None # the libraries whose lists are swept, one after the other (None: the stack's)
+    report:bool=True # print the table's summary and where it is at the end (the architecture table prints its own)
+    names:dict|None=None # {model_id: the name progress lines show} (None: the model id; the architecture table's type:Class)
+    retries:int=FAULT_RETRIES # times a run the infrastructure ended (node lost, the Hub's 503, a full disk) is tried again
+    disk_budget:float|None=None # GiB each host's cache of downloaded weights may hold (None: from its disk's size and free space)
+
 # %% ../nbs/20_sweep.ipynb #5a6207d9
-def sweep(max_runs:int=100, # how many models to run, down the list
-          demo:bool=False, # sweep the demo catalog on a local Hub started for it
-          address:str|None=None, # a Ray cluster's address; None: a local Ray
-          out_dir="out", # the output folder: data/<pair>.parquet and runs/<pair>/
-          time_limit:float|None=None, # seconds a run gets (its notebook stops run.py at it); None: the script's default
-          slots:int|None=None, # cores of the local Ray (CPU: concurrent rank processes); None: the host's
-          push_cache:str|None=None, # each host pushes its compile cache to this bucket (or folder) after each of its runs
-          cache_from:str|None=None, # each host syncs its compile cache from here before its first run (None: the compiler's public cache)
-          device:str|None=None, backend:str|None=None, # force a device or compile backend
-          stack:Stack|None=None, # the stack (None: detected, with device and backend)
-          grace:float|None=None, # seconds past the time limit before the sweep kills a run whole (None: run_grace())
-          prefetch_gb:float=100, # GiB of weights downloaded ahead at most
-          only:list|None=None, # sweep only these model ids of the list (their decisions unchanged)
-          items:list|None=None, # SweepItems to use instead of selecting (tests)
-          notebook=None, # the run notebook (None: nbs/run.ipynb)
-          parameters:dict|None=None, # extra notebook parameters
-          stream=None, # where progress goes (stderr)
-          libraries:list|None=None, # the libraries whose lists are swept, one after the other (None: the stack's)
-          report:bool=True, # print the table's summary and where it is at the end (the architecture table prints its own)
-          names:dict|None=None, # {model_id: the name progress lines show} (None: the model id; the architecture table's type:Class)
-          retries:int=FAULT_RETRIES, # times a run the infrastructure ended (node lost, the Hub's 503, a full disk) is tried again
-          disk_budget:float|None=None, # GiB each host's cache of downloaded weights may hold (None: from its disk's size and free space)
+def sweep(**options, # `SweepOptions`' fields: max_runs, demo, address, out_dir, time_limit, slots, only, libraries, ...
          )->Path: # the pair's table (of the last library)
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
-    if demo: return sweep_demo(**{k: v for k, v in locals().items() if k != "demo"})
-    named = [model_source(m) for m in only or []]   # as `run` reads them: a folder here, by its absolute path, else a Hub id
+    return run_sweep(SweepOptions(**options))
+
+# %% ../nbs/20_sweep.ipynb #d0a54152
+def run_sweep(o:SweepOptions, # what the sweep is asked
+             )->Path: # the pair's table (of the last library)
+    "`sweep`'s work, on its options: a library's sweep after another's, or the demo's in a child, is the same call on changed options."
+    if o.demo: return sweep_demo(o)
+    named = [model_source(m) for m in o.only or []]   # as `run` reads them: a folder here, by its absolute path, else a Hub id
     folders, hub_ids = [m for m in named if Path(m).is_absolute()], {m for m in named if not Path(m).is_absolute()}
-    for f in folders: outside_checkpoint(out_dir, f)   # a sweep's folder inside a checkpoint it runs: one line, before anything is written
-    if libraries:   # one sweep per library: each its own list, pair, table and journal; one Ray and one watchdog for them all
-        stack = stack or detect_stack(device, backend)
+    for f in folders: outside_checkpoint(o.out_dir, f)   # a sweep's folder inside a checkpoint it runs: one line, before anything is written
+    if o.libraries:   # one sweep per library: each its own list, pair, table and journal; one Ray and one watchdog for them all
+        stack = o.stack or detect_stack(o.device, o.backend)
         with ends_whole(), one_ray():
-            for name in libraries:
-                print(f"\n== {name}: the Hub's {name} models", file=stream or sys.stderr, flush=True)
-                path = sweep(**{**{k: v for k, v in locals().items() if k in SWEEP_ARGS}, "stack": replace(stack, library=name, release=library_of(name).installed_version()), "libraries": None})
+            for name in o.libraries:
+                print(f"\n== {name}: the Hub's {name} models", file=o.stream or sys.stderr, flush=True)
+                path = run_sweep(replace(o, stack=replace(stack, library=name, release=library_of(name).installed_version()), libraries=None))
         return path
-    time_limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
-    if max_runs < 0: raise UsageError(f"--max-runs must be 0 or more, not {max_runs}")
+    time_limit = DEFAULT_TIME_LIMIT if o.time_limit is None else o.time_limit
+    if o.max_runs < 0: raise UsageError(f"--max-runs must be 0 or more, not {o.max_runs}")
     if time_limit <= 0: raise UsageError(f"--time-limit must be positive, not {time_limit}")
-    grace = run_grace() if grace is None else grace
-    stack = stack or detect_stack(device, backend); pair = pair_key(stack)
-    notebook = Path(notebook or run_notebook_path())
-    check_template(notebook)
+    grace = run_grace() if o.grace is None else o.grace
+    stack = o.stack or detect_stack(o.device, o.backend); pair = pair_key(stack)
+    o = replace(o, time_limit=time_limit, grace=grace, stack=stack, notebook=check_template(o.notebook or run_notebook_path()))   # every default settled, once
+    out_dir, max_runs, items, only = o.out_dir, o.max_runs, o.items, o.only
     with ends_whole(), sweep_lock(out_dir):   # every process it starts ends with it; one sweep a folder
         endpoint = os.environ.get("HF_ENDPOINT")
         jpath = journal_path(out_dir, pair); j = read_journal(jpath)
         listed = j is None and items is None and (only is None or bool(hub_ids))   # the Hub answers: the runs need not ask it again (HUB_STATE); folders alone need no list
-        log = Progress(0, stream, live=False).say   # before the runs: plain lines (the live display is the runs')
+        log = Progress(0, o.stream, live=False).say   # before the runs: plain lines (the live display is the runs')
         if j is None:
             if listed: log(f"listing the most used models of {endpoint or 'the Hub'} and planning each, down the list")
             got, selection = ((list(items), {}) if items is not None else
-                              select_items(stack, out_dir, None if only else max_runs, endpoint, time_limit, parameters, log) if listed else ([], {}))
+                              select_items(o, endpoint, log) if listed else ([], {}))
             selection = selection or {i.model_id: i.selection_rank for i in got if i.selection_rank}
             if only is not None:
                 got = [i for i in got if i.model_id in hub_ids]
@@ -978,26 +996,23 @@ def sweep(max_runs:int=100, # how many models to run, down the list
         collect(out_dir, pair, excluded, selection)
         done = {i.model_id: r for i in runs if (r := finished_row(run_folder(out_dir, pair, i.model_id), created))}
         collect(out_dir, pair, list(done.values()), selection)
-        progress = Progress(len(runs), stream, plans={i.model_id: run_estimate(i, stack.device) for i in runs if i.weight_bytes is not None},
-                            slots=host_slots(stack, slots), names={**{i.model_id: checkpoint_name(i.model_id) for i in runs}, **(names or {})})   # a folder by its name
+        progress = Progress(len(runs), o.stream, plans={i.model_id: run_estimate(i, stack.device) for i in runs if i.weight_bytes is not None},
+                            slots=host_slots(stack, o.slots), names={**{i.model_id: checkpoint_name(i.model_id) for i in runs}, **(o.names or {})})   # a folder by its name
         try:   # every line of the runs goes through the display, which is left as it last was at the end
             for r in excluded: progress.result(r, here=False)
             for m, r in done.items(): progress.result(r, here=False, key=m)
             todo = [i for i in runs if i.model_id not in done]
-            setting = RunSetting(stack, str(Path(out_dir).resolve()), str(notebook), time_limit, grace, parameters or {},
-                                 {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})}, disk_gb=disk_budget,
-                                 cache_from=cache_from or cache_source(stack), push_cache=push_cache)   # each host's, as it joins
-            left = run_all(todo, setting, address, slots, prefetch_gb, endpoint, selection, progress, retries) if todo else {}
+            setting = RunSetting(stack, str(Path(out_dir).resolve()), str(o.notebook), time_limit, grace, o.parameters or {},
+                                 {**sweep_environment(), **({HUB_STATE: "online"} if listed else {})}, disk_gb=o.disk_budget,
+                                 cache_from=o.cache_from or cache_source(stack), push_cache=o.push_cache)   # each host's, as it joins
+            left = run_all(todo, setting, o, endpoint, selection, progress) if todo else {}
             if left: progress.say(left_line(left))   # the journal stays open: the same command runs them, and only them
             else: write_journal(jpath, acts, selection, done=True, created=created)
         finally: progress.close()
         path = table_path(out_dir, pair)
-        if path.exists() and report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
-        if left and report: print(left_line(left))   # the last line: what the table lacks, and why
+        if path.exists() and o.report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
+        if left and o.report: print(left_line(left))   # the last line: what the table lacks, and why
         return path
-
-# %% ../nbs/20_sweep.ipynb #7d667c5e
-SWEEP_ARGS = tuple(inspect.signature(sweep).parameters) # what one library's sweep passes on to the next
 
 # %% ../nbs/20_sweep.ipynb #8f2c137a
 RUN_FILES = ("run.ipynb", "run.py", "result.json", OUTCOME_FILE) # and the pictures the outcome names
@@ -1048,21 +1063,20 @@ def fault_line(name:str, # the run's name in the progress lines
 # %% ../nbs/20_sweep.ipynb #w9a00018
 def run_all(todo:list, # SweepItems to run, in list order
             setting:RunSetting, # what their runs share
-            address:str|None, slots:int|None, # the Ray cluster, or the local Ray's slots
-            prefetch_gb:float, endpoint:str|None, # the prefetch's budget and Hub
+            o:"SweepOptions", # the sweep's: its Ray cluster or local slots, the prefetch's budget, the tries a run the infrastructure ended gets
+            endpoint:str|None, # the Hub
             selection:dict, # {model_id: rank}, for the table's selection_rank
             progress:Progress,
-            retries:int=FAULT_RETRIES, # times a run the infrastructure ended is tried again
            )->dict: # {model_id: fault} of the runs left without a verdict: the infrastructure ended each of their tries
     "Run every item of `todo` on Ray, collecting each row as its run ends; a run the infrastructure ended is tried again, later, and at most `retries` times."
     stack, pair, out_dir = setting.stack, setting.pair, setting.out_dir
     with one_ray():   # this call's own Ray, or that of the sweep over libraries around it
-        ray, maps = sweep_ray(stack, address, slots, progress.say)
+        ray, maps = sweep_ray(stack, o.address, o.slots, progress.say)
         if not maps: raise UsageError(f"no host of the Ray cluster offers {SLOT_RESOURCE[stack.device]!r}")
         task = ray.remote(max_retries=0)(run_task)
         weights = WeightsCache(hub_cache(), disk_budget(hub_cache(), setting.disk_gb)) if setting.budgeted else None   # this host's
-        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], prefetch_gb, endpoint, progress.say, weights=weights)   # a local folder has nothing to download
-        if prefetch_gb > 0: fetch.start()
+        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], o.prefetch_gb, endpoint, progress.say, weights=weights)   # a local folder has nothing to download
+        if o.prefetch_gb > 0: fetch.start()
         queue, pending, warm, shown, looked = packing_order(todo), {}, set(), 0.0, 0.0   # warm: groups whose graphs a finished run has put in the compile cache
         tries, later, left = Counter(), {}, {}   # a run the infrastructure ended: how often, when it may start again, and those given up
         try:
@@ -1091,10 +1105,10 @@ def run_all(todo:list, # SweepItems to run, in list order
                             write_atomic(d / "result.json", json.dumps(row, indent=1))
                     if row.get("fault"):   # no verdict: later, again, or left to the next sweep
                         progress.flying.pop(it.model_id, None); tries[it.model_id] += 1
-                        if (wait := fault_wait(row, tries[it.model_id], retries)) is not None:
+                        if (wait := fault_wait(row, tries[it.model_id], o.retries)) is not None:
                             later[it.model_id] = time.time() + wait; queue = packing_order(queue + [it])
                         else: left[it.model_id] = row["fault"]; fetch.release(it.model_id)
-                        progress.say(fault_line(progress.names.get(it.model_id, it.model_id), row, tries[it.model_id], retries, wait))
+                        progress.say(fault_line(progress.names.get(it.model_id, it.model_id), row, tries[it.model_id], o.retries, wait))
                         continue
                     collect(out_dir, pair, [row], selection); warm.add(it.group)
                     fetch.release(it.model_id); progress.result(row, key=it.model_id)
@@ -1111,8 +1125,8 @@ def run_all(todo:list, # SweepItems to run, in list order
 # %% ../nbs/20_sweep.ipynb #39405c43
 DEMO_CHILD = """import pickle, sys
 from neuron_support.stack import UsageError
-from neuron_support.sweep import sweep
-try: sweep(**pickle.load(open(sys.argv[1], "rb")))
+from neuron_support.sweep import run_sweep
+try: run_sweep(pickle.load(open(sys.argv[1], "rb")))
 except UsageError as e: print(f"neuron-support: error: {e}", file=sys.stderr); sys.exit(2)
 except KeyboardInterrupt: sys.exit(130)
 """
@@ -1127,14 +1141,14 @@ def demo_catalog()->Path:
     return Path(p.stdout.strip().splitlines()[-1])
 
 # %% ../nbs/20_sweep.ipynb #93d3a7bc
-def sweep_demo(**kw)->Path:
+def sweep_demo(o:"SweepOptions")->Path:
     "Sweep the demo catalog on a local Hub: `neuron-support sweep --demo`."
-    with sweep_lock(kw.get("out_dir", "out")): pass   # said now, not after the catalog and the Hub: the folder is another sweep's
+    with sweep_lock(o.out_dir): pass   # said now, not after the catalog and the Hub: the folder is another sweep's
     catalog = demo_catalog()
-    stack = kw.get("stack") or detect_stack(kw.get("device"), kw.get("backend"))
+    stack = o.stack or detect_stack(o.device, o.backend)
     with ends_whole(), hub_server(catalog) as endpoint, tempfile.TemporaryDirectory() as d:
-        args = Path(d) / "sweep.pkl"; args.write_bytes(pickle.dumps({k: v for k, v in kw.items() if k != "stream"}))
+        args = Path(d) / "sweep.pkl"; args.write_bytes(pickle.dumps(replace(o, demo=False, stream=None)))   # the same options, in the child that the Hub's environment reaches
         env = {**os.environ, **hub_env(endpoint, catalog.parent / f"{catalog.name}-hf-home")}
         rc = subprocess.run([sys.executable, "-c", DEMO_CHILD, str(args)], env=env).returncode
     if rc: raise SystemExit(rc)
-    return table_path(kw.get("out_dir", "out"), pair_key(stack))
+    return table_path(o.out_dir, pair_key(stack))

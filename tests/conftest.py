@@ -211,14 +211,21 @@ DEMO_SWEEP_ONLY = {
 }
 
 
+RENDER_LOG = "renders.jsonl" # beside the demo sweep's output: [library, model_id] per render of a run.py (tests/render_count)
+
+
 @pytest.fixture(scope="session")
 def demo_sweep_of_libraries(tmp_path_factory):
     """`neuron-support sweep --demo --library transformers sentence-transformers diffusers timm --only ... --slots 2 --time-limit 900`,
     run once per session (under pytest-xdist too): (its output folder, its CompletedProcess). The folder is shared: read only."""
     import shutil
+    renders = session_folder(tmp_path_factory) / "demo-sweep-of-libraries" / RENDER_LOG   # each render of a run.py, by any of its processes
+    counting = {"PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent / "render_count"), os.environ.get("PYTHONPATH")])),
+                "NEURON_SUPPORT_RENDER_LOG": str(renders)}
     return once_per_session(tmp_path_factory, "demo-sweep-of-libraries",
                             [shutil.which("neuron-support"), "sweep", "--demo", "--library", *DEMO_SWEEP_ONLY, "--slots", "2",
-                             "--time-limit", "900", "--only", *[m for ids in DEMO_SWEEP_ONLY.values() for m in ids]], timeout=1700)
+                             "--time-limit", "900", "--only", *[m for ids in DEMO_SWEEP_ONLY.values() for m in ids]], timeout=1700,
+                            env=counting)
 
 
 def rerun_alone(run_dir: Path, endpoint: str, scratch: Path) -> dict:

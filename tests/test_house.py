@@ -113,7 +113,7 @@ def test_run_py_is_the_carried_modules_verbatim(library, runner):
 KERNEL_IMPORTS = """import sys
 from neuron_support.stack import detect_stack, stack_record, format_record, pair_key, write_atomic, utc_now
 from neuron_support.facts import MAX_CORES, MAX_NEW_TOKENS, PROMPT, JUDGE_MODEL
-from neuron_support.plan import plan_record
+from neuron_support.plan import Plan, plan_record
 from neuron_support.registry import make_plan, library_stack
 from neuron_support.script import render_run_py, execute_plan, make_row, DEFAULT_TIME_LIMIT
 from neuron_support.publish import OUTCOME_FILE

@@ -345,6 +345,23 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
                                   table.loc[["neuron-support-demo/tiny-llama"], query].reset_index(drop=True))
 
 
+def test_a_sweep_renders_each_run_py_once(demo_sweep_of_libraries):
+    """Issue 59: the selection renders a model's run.py to decide whether it runs, and the run's notebook shows, runs and
+    keeps that same text. Counted across the sweep's processes (its driver, Ray's workers, each run's notebook kernel:
+    tests/render_count): one render per run, where there were three (the selection's, the notebook's, `execute_plan`'s)."""
+    from collections import Counter
+    from conftest import RENDER_LOG, DEMO_SWEEP_ONLY
+    out, p = demo_sweep_of_libraries
+    assert p.returncode == 0, p.stderr[-3000:]
+    renders = Counter(tuple(json.loads(line)) for line in (out.parent / RENDER_LOG).read_text().splitlines())
+    rows = {f.parent: json.loads(f.read_text()) for f in out.glob("runs/*/*/*/result.json")}
+    runs = {(r["library"], r["model_id"]): folder for folder, r in rows.items() if r["result"] != "EXCLUDED"}
+    assert len(runs) >= 20 and {lib for lib, _ in runs} == set(DEMO_SWEEP_ONLY)   # every library's runs
+    assert {run: renders[run] for run in runs} == dict.fromkeys(runs, 1), renders
+    for folder, row in rows.items():   # the text that ran is the one kept
+        if row["result"] != "EXCLUDED": assert row["run_py"] == (folder / "run.py").read_text(), row["model_id"]
+
+
 @pytest.mark.skipif(not os.environ.get("NEURON_SUPPORT_FULL_DEMO"), reason="the whole demo sweep takes 30 min or more on 2 CPUs: set NEURON_SUPPORT_FULL_DEMO=1")
 def test_whole_demo_sweep(tmp_path):
     "`neuron-support sweep --demo`: every model of the demo catalog gets its row, every run its files."

@@ -99,7 +99,7 @@ def test_the_demo_sweep_of_the_vision_language_models(tmp_path, demo_hub, demo_s
         assert (row.runner, row.neuron_cores, row.result, row.check, row.task) == ("run_multimodal", 1, "PASS", "cpu", "image-text-to-text"), row[["result", "notes", "error"]]
         assert row.cpu_match == "Y" or row.cpu_match.startswith("~ near-tie"), row.cpu_match
         header = row.run_py.split("\nPLAN = ")[0]
-        assert "photo, libraries.transformers.load, libraries.transformers.checks, libraries.transformers.generation, libraries.transformers.multimodal" in header and "def run_dense(" not in row.run_py, header
+        assert "photo, libraries.transformers.facts, libraries.transformers.load, libraries.transformers.checks, libraries.transformers.generation, libraries.transformers.multimodal" in header and "def run_dense(" not in row.run_py, header
         folder = run_folder(out, PAIR, model)
         outcome = json.loads((folder / "outcome.json").read_text())
         assert outcome["images"] == ["input.png"] and outcome["details"]["image tokens in the prompt"] == 64, outcome.get("details")
