@@ -30,7 +30,7 @@ def write_sd15(dest: Path):
     "A pipeline of random weights with SD 1.5's dimensions and the demo's byte tokenizer, in bf16."
     import torch, transformers
     from diffusers import UNet2DConditionModel, AutoencoderKL, PNDMScheduler, StableDiffusionPipeline
-    from neuron_support.demo import clip_tokenizer, save_pipeline
+    from neuron_support.libraries.diffusers.demo import clip_tokenizer, save_pipeline
     torch.manual_seed(0)
     text = transformers.CLIPTextModel(transformers.CLIPTextConfig(vocab_size=514, max_position_embeddings=77, bos_token_id=512,
                                                                    eos_token_id=513, pad_token_id=513, **SD15["text"]))
@@ -89,7 +89,7 @@ def main():
     a = ap.parse_args()
     folder = Path(tempfile.mkdtemp()) / a.size
     if a.size == "tiny":
-        from neuron_support.demo import save_tiny_sd
+        from neuron_support.libraries.diffusers.demo import save_tiny_sd
         save_tiny_sd(folder, None)
     else: write_sd15(folder)
     rows = []

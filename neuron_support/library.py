@@ -30,6 +30,7 @@ class Library:
     one_core: dict = field(default_factory=dict) # runner -> why its models run whole on one core, said when one does not fit
     builder: str = ""           # the module that builds its tiny checkpoints for the architecture table (its `build_child`); "": it has no table
     no_builder: str = ""        # why it has no architecture table, said to whoever asks for one
+    demo: str = ""              # the module that names its entries of the demo catalog and builds their checkpoints (its `demo_repos()`); "": none
     builds_on: tuple = ()       # the libraries it is built on, whose folders its own may import (sentence-transformers' models are transformers')
 
     def installed_version(self)->str:

@@ -43,6 +43,11 @@ def library_stack(name:str, # the library's name
     lib = library_of(name)
     return detect_stack(*args, library=name, release=lib.installed_version(), **kwargs)
 
+# %% ../nbs/16_registry.ipynb #01045397
+def library_demo_repos()->list: # DemoRepo, each library's in the registry's order
+    "The demo catalog's entries as the libraries name them: each one's `Library.demo` module's `demo_repos()`."
+    return [r for lib in libraries().values() if lib.demo for r in importlib.import_module(lib.demo).demo_repos()]
+
 # %% ../nbs/16_registry.ipynb #1be915b0
 def make_plan(model_id:str, # Hub id or local folder
               revision:str|None=None, # branch, tag or commit (Hub only)

@@ -77,8 +77,9 @@ def test_same_bytes_every_build(catalog, tmp_path):
 def test_crashed_build_is_rebuilt(tmp_path):
     "A folder without its stamp (a build that died) is rebuilt, not trusted; here with a one-repo catalog."
     from functools import partial
-    from neuron_support.demo import DemoRepo, STAMP, save_bert
-    one = [DemoRepo(f"{ORG}/tiny-bert-qa", partial(save_bert, head="BertForQuestionAnswering"), "question-answering", "x", 1, 1)]
+    from neuron_support.demo import DemoRepo, STAMP
+    from neuron_support.libraries.transformers.demo import save_bert
+    one = [DemoRepo(f"{ORG}/tiny-bert-qa", partial(save_bert, head="BertForQuestionAnswering"), "question-answering", "x", 1, 1, "transformers")]
     dir = build_demo(tmp_path / "c", one)
     (dir / STAMP).unlink()
     (dir / "models" / ORG / "tiny-bert-qa" / "model.safetensors").write_bytes(b"half a file")

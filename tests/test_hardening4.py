@@ -99,7 +99,7 @@ def hub_llama4(root: Path) -> Path:
     hands out bf16 pixels), the processor's own arguments in processor_config.json, the chat template in chat_template.json."""
     import torch, transformers
     from neuron_support.architectures import build_checkpoints
-    from neuron_support.demo import hub_layout
+    from neuron_support.libraries.transformers.demo import hub_layout
     built = Path(build_checkpoints("transformers", ["llama4:Llama4ForConditionalGeneration"], root / "built", say=lambda _: None)[0]["folder"])
     dest = root / "Llama-4-Scout-tiny-Instruct"
     processor = transformers.AutoProcessor.from_pretrained(built)

@@ -202,8 +202,7 @@ def runners_of(lib) -> set:
     return names
 
 
-DATA = {"demo": "the demo catalog: checkpoints of every library, each with the runner its plan is expected to choose (the tests' and `make demo`'s expectations)",
-        "publish.synthetic_row": "a synthetic row of a transformers pair: the table's data, a `runner` column's value",
+DATA = {"publish.synthetic_row": "a synthetic row of a transformers pair: the table's data, a `runner` column's value",
         "app.demo_rows": "the app's synthetic sweeps: rows of transformers pairs, their `runner` column's values"} # where a runner's name is data, not a decision: module, or module.function
 
 
@@ -251,7 +250,7 @@ TRANSFORMERS_CHECKS = ("generation_reference", "compare_generation", "judge_engl
 
 
 LIBRARY_PACKAGES = {"transformers", "sentence_transformers", "diffusers", "timm", "peft"} # the import names of the libraries the project tests, and of those they are built on
-NOT_YET_SHARED = {"demo": "builds every library's tiny checkpoints; issue 59 moves each library's builders into its folder"} # shared modules that still import a library, and why
+NOT_YET_SHARED = {} # shared modules that still import a library, and why (issue 59 moved the demo's builders into the folders)
 
 
 def library_imports(tree) -> list:
@@ -278,7 +277,6 @@ def test_no_shared_module_imports_a_library():
     shared = {m: library_imports(t) for m, t in MODULES.items() if not m.startswith("libraries.") and m not in NOT_YET_SHARED}
     assert {"core", "checks", "facts", "plan", "sweep"} <= set(shared)
     assert {m: found for m, found in shared.items() if found} == {}
-    assert library_imports(MODULES["demo"])   # what NOT_YET_SHARED excuses is still there: when it is not, the excuse goes
 
 
 @pytest.mark.parametrize("library", ["sentence-transformers", "diffusers", "timm"])
@@ -295,7 +293,7 @@ def test_other_libraries_run_py_carry_none_of_transformers_checks(library):
 # ---- the public surface (issue 43, item 5): `__all__` is what a script, the CLI, the app and a library use ----------------
 
 REPO = NOTEBOOKS.parent
-CONTRACT = {"library": {"LIBRARY"}, "carried": {"RUNNERS", "CHECKS", "HOOKS"}, "builder": {"build_child"}} # what the registry, run.py and the architecture table read from a library's modules by name
+CONTRACT = {"library": {"LIBRARY"}, "carried": {"RUNNERS", "CHECKS", "HOOKS"}, "builder": {"build_child"}, "demo": {"demo_repos"}} # what the registry, run.py and the architecture table read from a library's modules by name
 
 
 def imported_names(tree, module:str="") -> dict:
@@ -331,6 +329,7 @@ def public_surface() -> dict:
         carried = {c.removeprefix("neuron_support.") for r in [None, *lib.runner_modules] for c in lib.carried_for(r)}
         add({m: CONTRACT["carried"] for m in carried if m.startswith("libraries.") and assigned(m, "RUNNERS") is not None})
         if lib.builder: add({lib.builder.removeprefix("neuron_support."): CONTRACT["builder"]})
+        if lib.demo: add({lib.demo.removeprefix("neuron_support."): CONTRACT["demo"]})
     return surface
 
 

@@ -132,7 +132,8 @@ SENTENCE_TRANSFORMERS = Library(
     "sentence-transformers", ST_TASKS, ST_TASKS, st_plan, st_exclusion, carried="neuron_support.libraries.sentence_transformers.runs",
     tested=TESTED, one_core=ONE_CORE, builds_on=("transformers",),
     no_builder="sentence-transformers has no architectures of its own: its models are transformers' encoders under a pooling module, "
-               "and transformers' table answers for them (its run_encoder rows)")
+               "and transformers' table answers for them (its run_encoder rows)",
+    demo="neuron_support.libraries.sentence_transformers.demo")
 
 # %% ../../../nbs/libraries/sentence_transformers/00_library.ipynb #b6e57286
 LIBRARY = SENTENCE_TRANSFORMERS # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)

@@ -143,7 +143,8 @@ excluded as an unsupported task.""" # the card's section on this library
 # %% ../../../nbs/libraries/timm/00_library.ipynb #c061ee17
 TIMM = Library(
     "timm", TIMM_TASKS, TIMM_TASKS, timm_plan, timm_exclusion, carried=("neuron_support.photo", "neuron_support.libraries.timm.runs"), tested=TESTED,
-    version=timm_version, one_core=ONE_CORE, builder="neuron_support.libraries.timm.tiny_checkpoints")
+    version=timm_version, one_core=ONE_CORE, builder="neuron_support.libraries.timm.tiny_checkpoints",
+    demo="neuron_support.libraries.timm.demo")
 
 # %% ../../../nbs/libraries/timm/00_library.ipynb #151998ea
 LIBRARY = TIMM # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)

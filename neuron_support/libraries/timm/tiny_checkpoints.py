@@ -12,7 +12,8 @@ import torch
 import timm
 from timm.models._registry import _model_to_module
 from ...stack import write_atomic
-from ...demo import demo_dir, sure_timm_head, save_timm_checkpoint
+from ...demo import demo_dir
+from .demo import sure_timm_head, save_timm_checkpoint
 from .runs import timm_inputs
 
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #878eb968

@@ -22,8 +22,10 @@ from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
 from ...photo import photo
-from ...demo import (build_demo, bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation, decoder_ids, save_tiny, labels, NER_LABELS, IMAGENET_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template, demo_dir,
-                    sure_zero_shot_detector, sure_mask_classifier)
+from ...demo import build_demo, demo_dir, IMAGENET_LABELS
+from .demo import (bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation,
+    decoder_ids, save_tiny, labels, NER_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template,
+    sure_zero_shot_detector, sure_mask_classifier)
 from .library import IMAGE_TO_TEXT, unserved
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
