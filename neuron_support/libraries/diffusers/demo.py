@@ -13,28 +13,7 @@ from pathlib import Path
 import torch, transformers
 from ...stack import write_atomic
 from ...demo import ORG, SMOLLM2_ID, DemoRepo, seed_of
-
-# %% ../../../nbs/libraries/diffusers/02_demo.ipynb #04c6d2ba
-def clip_tokenizer(dest:Path, # the tokenizer's folder
-                  )->transformers.CLIPTokenizer:
-    "A CLIP tokenizer of single bytes: the 256 byte symbols, each also as a word end, no merges, and CLIP's two control tokens."
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-    chars = list(bytes_to_unicode().values())
-    vocab = {**{c: i for i, c in enumerate(chars)}, **{c + "</w>": 256 + i for i, c in enumerate(chars)},
-             "<|startoftext|>": 512, "<|endoftext|>": 513}
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest/"vocab.json").write_text(json.dumps(vocab)); (dest/"merges.txt").write_text("#version: 0.2\n")
-    tok = transformers.CLIPTokenizer(str(dest/"vocab.json"), str(dest/"merges.txt"), model_max_length=77)
-    tok.save_pretrained(dest)
-    return tok
-
-# %% ../../../nbs/libraries/diffusers/02_demo.ipynb #546fd18c
-def tiny_clip(projection:bool=False, # CLIPTextModelWithProjection (SDXL, SD3) rather than CLIPTextModel (SD 1.x)
-             ):
-    "A tiny CLIP text encoder over `clip_tokenizer`'s 514 tokens, from the current seed."
-    cfg = transformers.CLIPTextConfig(vocab_size=514, hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
-                                      max_position_embeddings=77, projection_dim=32, bos_token_id=512, eos_token_id=513, pad_token_id=513)
-    return (transformers.CLIPTextModelWithProjection if projection else transformers.CLIPTextModel)(cfg)
+from ..transformers.demo import clip_tokenizer, tiny_clip   # diffusers is built on transformers: its pipelines' text encoders are transformers' models
 
 # %% ../../../nbs/libraries/diffusers/02_demo.ipynb #79bdc0bf
 def tiny_vae(attention:bool=False, # the attention block in the middle, as real SD VAEs have (see above)

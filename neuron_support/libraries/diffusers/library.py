@@ -167,7 +167,7 @@ DIFFUSERS = Library(
     config_file="model_index.json", tested=TESTED, one_core=ONE_CORE,
     no_builder="diffusers' denoisers each need a whole pipeline of matching shapes (text encoders, a VAE, a scheduler), which no generic rule builds: "
                "no architecture table for diffusers yet",
-    demo="neuron_support.libraries.diffusers.demo")
+    demo="neuron_support.libraries.diffusers.demo", builds_on=("transformers",)) # its pipelines' text encoders are transformers' models
 
 # %% ../../../nbs/libraries/diffusers/00_library.ipynb #784da4d3
 LIBRARY = DIFFUSERS # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)
