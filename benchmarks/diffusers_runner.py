@@ -43,12 +43,11 @@ def write_sd15(dest: Path):
 
 RUNNER = """
 import json, sys, torch
-from neuron_support.stack import detect_stack
-from neuron_support.registry import make_plan
+from neuron_support.registry import make_plan, library_stack
 from neuron_support.script import plan_dict
 from neuron_support.libraries.diffusers.runs import run_text_to_image
 path, device = sys.argv[1], sys.argv[2]
-stack = detect_stack(device, found={}, library="diffusers")
+stack = library_stack("diffusers", device, found={})
 out = run_text_to_image(plan_dict(make_plan(path, stack=stack), stack), path, stack.device, {"phase": "load"})
 print(json.dumps({"first_s": out["first_s"], "warm_s": out["warm_s"], "size": out["size"], "graphs": out["graphs"]}))
 """

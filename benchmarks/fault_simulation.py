@@ -73,9 +73,10 @@ def main():
     ap.add_argument("--sweep", choices=("both", "quiet", "faulty"), default="both", help="which sweeps to run (default both, compared)")
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     a = ap.parse_args()
-    from neuron_support.stack import detect_stack, read_versions
+    from neuron_support.stack import read_versions
+    from neuron_support.registry import library_stack
     from neuron_support.sweep import SweepItem, start_ray
-    stack = detect_stack(found={"neuron": [a.cores, 24 * 2**30]}, versions={**read_versions(), "neuronx_cc": "0.0.sim"})
+    stack = library_stack("transformers", found={"neuron": [a.cores, 24 * 2**30]}, versions={**read_versions(), "neuronx_cc": "0.0.sim"})
     todo = [SweepItem(f"sim/model-{i:04d}", "run", i + 1, 1, "run_dense") for i in range(a.runs)]
     sys.path.insert(0, str(Path(__file__).parent))
     from sweep_simulation import warm_workers

@@ -104,7 +104,7 @@ def run_harness(folder: Path, stack, run_dir: Path, time_limit: float) -> dict:
     "The project's own run: plan, rendered run.py in a fresh process, CPU check; its figures."
     from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
-    plan = make_plan(str(folder), None, stack, min_new_tokens=32)  # full-length outputs, as the floor's: random weights may emit EOS
+    plan = make_plan(str(folder), stack, min_new_tokens=32)  # full-length outputs, as the floor's: random weights may emit EOS
     start = time.perf_counter()
     outcome, _, _ = execute_plan(plan, stack, run_dir, time_limit=time_limit, echo=lambda s: None)
     keep = ("result", "notes", "wall_s", "compile_s", "tokens_per_s", "hbm_peak_gb", "hbm_capacity_gb", "check", "cpu_match", "error")
@@ -147,8 +147,9 @@ def main():
     if a.prepare_assets: return prepare_assets(a.prepare_assets)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch, transformers
-    from neuron_support.stack import detect_stack, stack_record
-    stack = detect_stack(a.device)
+    from neuron_support.stack import stack_record
+    from neuron_support.registry import library_stack
+    stack = library_stack("transformers", a.device)
     work = Path(tempfile.mkdtemp(prefix="gpu-runners-"))
     a.out.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name() if stack.device == "cuda" else platform.processor() or platform.machine()

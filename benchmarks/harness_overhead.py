@@ -120,12 +120,13 @@ def main():
     from neuron_support.demo import build_demo
     from neuron_support.hub import hub_server, hub_env
     from neuron_support.select import sweep_list
-    from neuron_support.stack import detect_stack, pair_key
+    from neuron_support.stack import pair_key
+    from neuron_support.registry import library_stack
     from neuron_support.sweep import environment, sweep_item, sweep, run_folder
     scratch = Path(tempfile.mkdtemp(prefix="harness-bench-"))
     print(f"scratch folder: {scratch}", file=sys.stderr, flush=True)
     catalog = Path(build_demo())
-    stack = detect_stack("cpu"); pair = pair_key(stack)
+    stack = library_stack("transformers", "cpu"); pair = pair_key(stack)
     cli = Path(sys.executable).with_name("neuron-support")
     started = time.time()
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()}-core CPU", "stack": pair, "repeat": a.repeat, "threads": a.threads or "each layer's own",

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from neuron_support.hub import hub_server
 from neuron_support.select import count_requests, sweep_list, synthetic_catalog
-from neuron_support.stack import detect_stack
+from neuron_support.registry import library_stack
 
 
 def measure(endpoint, max_runs):
     t = time.monotonic()
     with count_requests() as sent:
-        sl = sweep_list(stack=detect_stack("cpu", found={}), endpoint=endpoint, max_runs=max_runs)
+        sl = sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=endpoint, max_runs=max_runs)
     kinds = Counter("listing page" if "pipeline_tag=" in u else "endpoint check" if u.endswith("?limit=1")
                     else "per model" if "/resolve/" in u else "other" for _, u in sent)
     d = Counter(c.decision for c in sl)

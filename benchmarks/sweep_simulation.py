@@ -58,9 +58,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     a = ap.parse_args()
-    from neuron_support.stack import detect_stack, read_versions
+    from neuron_support.stack import read_versions
+    from neuron_support.registry import library_stack
     from neuron_support.sweep import RunSetting, SweepItem, Progress, run_all, start_ray, SweepOptions
-    stack = detect_stack(found={"neuron": [a.cores, 24 * 2**30]}, versions={**read_versions(), "neuronx_cc": "0.0.sim"})
+    stack = library_stack("transformers", found={"neuron": [a.cores, 24 * 2**30]}, versions={**read_versions(), "neuronx_cc": "0.0.sim"})
     runs = stand_ins(a.runs, a.seed)
     seconds = {m: minutes * a.scale for m, _, minutes in runs}
     todo = [SweepItem(m, "run", i + 1, cores, "run_dense") for i, (m, cores, _) in enumerate(runs)]

@@ -29,7 +29,7 @@ from .facts import RESULTS
 from .processes import hub_answers
 from .checkpoint_files import untrusted_json, UntrustedJSON
 from .untrusted import printable
-from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, DAMAGE, pairs, unchecked)
+from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, demo_rows, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, DAMAGE, pairs, unchecked)
 
 # %% ../nbs/21_app.ipynb #5ef5064d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -94,21 +94,6 @@ def load_architectures(data:str, # a dataset folder or hf://datasets/ORG/NAME
 
 # %% ../nbs/21_app.ipynb #fdf3a13d
 HOSTILE_NOTE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold?</b>'
-
-def demo_rows(pair:str, # the pair the rows belong to
-              when:str, # the ISO time of the sweep
-              results:dict, # {model_id: result}
-              ranks:tuple=(), # model ids of the sweep's selection, in rank order
-             )->list:
-    "Synthetic rows of one sweep, with tasks, cores and memory that vary by model."
-    tasks = ["text-generation", "image-text-to-text", "fill-mask", "translation"]
-    rows = []
-    for i, (m, r) in enumerate(results.items()):
-        extra = dict(task=tasks[i % len(tasks)], selection_rank=ranks.index(m) + 1 if m in ranks else None)
-        if r != "EXCLUDED": extra |= dict(neuron_cores=2 ** (i % 3), hbm_peak_gb=0.5 + i, hbm_capacity_gb=8.0 * 2 ** (i % 3),
-                                          wall_s=10.0 + 3 * i, runner="run_encoder" if i % 4 == 2 else "run_dense")
-        rows.append(synthetic_row(m, r, pair, when, **extra))
-    return rows
 
 # %% ../nbs/21_app.ipynb #79827b7a
 def demo_dataset(folder, # where to write the dataset (data/...)
@@ -264,8 +249,8 @@ def view_summary(rows, limit:int=LIMIT, models:int|None=None, # how many distinc
 
 # %% ../nbs/21_app.ipynb #f0178a7b
 def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
+                   libraries:list, # the dataset's libraries: each is listed by its own name on the Hub
                    limit:int=1000, # how deep each listing goes
-                   libraries:list=("transformers",), # the dataset's libraries: each is listed by its own name on the Hub
                   )->pd.DataFrame: # model_id, downloads, trending_score
     "Downloads and trending scores of each task's top models of each library on the Hub (`HF_ENDPOINT`)."
     api, rows = HfApi(endpoint=os.environ.get("HF_ENDPOINT")), {}
@@ -277,13 +262,13 @@ def hub_popularity(tasks:list, # the pipeline tags of the dataset's models
     return pd.DataFrame([(m, d, t) for m, (d, t) in rows.items()], columns=["model_id", "downloads", "trending_score"])
 
 # %% ../nbs/21_app.ipynb #bd1aa3f1
-def popularity_or_none(tasks:list, libraries:list=("transformers",))->pd.DataFrame|None:
+def popularity_or_none(tasks:list, libraries:list)->pd.DataFrame|None:
     "`hub_popularity`, or None (with a line on stderr) when the Hub does not answer: asked once, in seconds, before its listings."
     endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT   # where hub_popularity's client will ask
     if not hub_answers(endpoint):
         import sys; print(f"neuron-support app: the Hub at {endpoint} does not answer: Downloads and Trending are in name order", file=sys.stderr)
         return None
-    try: return hub_popularity(tasks, libraries=libraries)
+    try: return hub_popularity(tasks, libraries)
     except Exception as e:
         import sys; print(f"neuron-support app: no popularity figures from the Hub ({type(e).__name__}): Downloads and Trending are in name order", file=sys.stderr)
         return None

@@ -95,7 +95,7 @@ def plan_entry(entry:dict, # a manifest entry
     base = entry_columns(entry, stack)
     if "skip" in entry: return None, {**base, "result": "SKIP", "notes": entry["skip"], "tested_at": utc_now()}
     if "excluded" in entry: return None, {**base, "result": "EXCLUDED", "notes": entry["excluded"], "tested_at": utc_now()}   # a class no runner serves, not built: the library says so
-    try: plan = make_plan(entry["folder"], None, stack, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
+    try: plan = make_plan(entry["folder"], stack, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except UsageError as e: return None, {**base, "result": "EXCLUDED", "notes": str(e)[:300], "tested_at": utc_now()}
     last = old.get((entry["model_type"], entry["class"]))
     same = last is not None and isinstance(last.get("run_py"), str) and not built_since(entry["folder"], last["tested_at"]) and \
@@ -111,7 +111,7 @@ def cpu_fails_too(cpu_eager)->bool:
 # %% ../nbs/24_architectures.ipynb #adba0546
 def culprit(run:dict, # a run's row
             outcome:dict, # its outcome (outcome.json): cpu_defaults
-            library:str="transformers", # the table's library: a failure the CPU shares is its code's
+            library:str, # the table's library: a failure the CPU shares is its code's
            )->str|None: # a key of CULPRITS, None for a run that did not fail
     "Whose a run's failure is: the device's, not determined, the card's settings', or (the wider check will tell) transformers' code."
     result = str(run.get("result") or "")
@@ -271,7 +271,7 @@ def summary(table:pd.DataFrame)->str:
     return "\n".join(lines)
 
 # %% ../nbs/24_architectures.ipynb #675ee711
-def architectures(library:str="transformers", # the library whose architectures run
+def architectures(library:str, # the library whose architectures run
                   only:list|None=None, # model types, or model_type:Class (None: every one)
                   max_runs:int|None=None, # run at most this many (None: all); the rest wait for the next invocation
                   out_dir="out", # the dataset folder: architectures/<pair>.parquet, and architecture-runs/ for the runs

@@ -9,7 +9,7 @@ __all__ = ['main']
 import argparse, errno, json, math, re, sys, tempfile
 from pathlib import Path
 from huggingface_hub import constants, errors
-from .stack import UsageError, Stack, detect_stack, stack_record, format_record, pair_key
+from .stack import UsageError, Stack, stack_record, format_record, pair_key
 from .registry import library_stack, libraries
 from .facts import MAX_CORES
 
@@ -58,8 +58,8 @@ def out_folder(path:str, flag:str="--out")->Path:
 
 # %% ../nbs/22_cli.ipynb #26122d5f
 def stack_from(args)->"Stack":
-    "The stack the arguments ask for (a sweep's libraries are its own: the stack gets the first)."
-    library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or "transformers"
+    "The stack the arguments ask for (a sweep's libraries are its own: the stack gets the first it names, else the registry's first)."
+    library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or list(libraries())[0]
     return library_stack(library, args.device, args.backend, args.core_gb)
 
 # %% ../nbs/22_cli.ipynb #452713af

@@ -12,7 +12,7 @@ import functools, hashlib, json
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
-from .stack import UsageError, Stack, GiB, detect_stack
+from .stack import UsageError, Stack, GiB
 from .facts import MAX_CORES
 from .untrusted import one_line
 

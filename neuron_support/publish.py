@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from .stack import UsageError, Stack, write_atomic, VERSION_COLUMNS
 from .facts import RESULTS
-from .registry import libraries
+from .registry import libraries, library_runners
 from .plan import LOCAL
 from .untrusted import one_line, printable, scrub_paths, scrubbed_text, machine_folders
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, HfHubHTTPError, EntryNotFoundError, HFValidationError
@@ -160,6 +160,11 @@ def table_row(model_id:str, # the model
     if row["error"] and row["error_signature"] is None: row["error_signature"] = error_signature(row["error"], model_id)
     return row
 
+# %% ../nbs/17_publish.ipynb #44b746b2
+def pair_library(pair:str)->str:
+    "The library a pair is of: its second part without the version."
+    return pair.split("/")[1].rsplit("-", 1)[0]
+
 # %% ../nbs/17_publish.ipynb #b7f44304
 def synthetic_row(model_id:str, # a Hub id
                   result:str="PASS", # one of RESULTS
@@ -168,8 +173,7 @@ def synthetic_row(model_id:str, # a Hub id
                   **overrides, # any column
                  )->dict: # one row, every column set as a run would set it
     "A complete, realistic row for `model_id`, marked synthetic."
-    compiler, lib_key = pair.split("/")
-    library, version = lib_key.rsplit("-", 1)
+    compiler, version, library = pair.split("/")[0], pair.rsplit("-", 1)[1], pair_library(pair)
     cc = compiler.removeprefix("neuronxcc-") if compiler.startswith("neuronxcc-") else ""
     excluded, fail = result == "EXCLUDED", result.startswith("FAIL")
     error = {"FAIL(load)": "OSError: demo does not appear to have a file named model.safetensors",
@@ -180,7 +184,7 @@ def synthetic_row(model_id:str, # a Hub id
               f"print(json.dumps({{'model_id': {model_id!r}, 'result': {result!r}}}))\n")
     org_name = model_id.replace("/", "--")
     return table_row(model_id, result, **{**dict(
-        library=library, neuron_cores=None if excluded else 1, runner=None if excluded else "run_dense",
+        library=library, neuron_cores=None if excluded else 1, runner=None if excluded else library_runners(library)[0],
         notes="synthetic: " + ("quantized checkpoint" if excluded else (error or "The future of AI is bright")[:80]),
         exclusion="quantized" if excluded else None, error=error, cpu_match=None if excluded or fail else "Y",
         wall_s=None if excluded else 12.5, hbm_peak_gb=None if excluded else 0.4,
@@ -192,6 +196,22 @@ def synthetic_row(model_id:str, # a Hub id
         compile_s=None if excluded else 4.0, tokens_per_s=None if excluded else 30.0,
         notebook=None if excluded else f"runs/{pair}/{org_name}/run.ipynb",
         check=None if excluded or fail else "cpu", reference_cached=None if excluded or fail else False), **overrides})
+
+# %% ../nbs/17_publish.ipynb #12a01175
+def demo_rows(pair:str, # the pair the rows belong to
+              when:str, # the ISO time of the sweep
+              results:dict, # {model_id: result}
+              ranks:tuple=(), # model ids of the sweep's selection, in rank order
+             )->list:
+    "Synthetic rows of one sweep, with tasks, cores, memory and runners (the pair's library's first, every fourth model its second) that vary by model."
+    tasks, runners = ["text-generation", "image-text-to-text", "fill-mask", "translation"], library_runners(pair_library(pair))
+    rows = []
+    for i, (m, r) in enumerate(results.items()):
+        extra = dict(task=tasks[i % len(tasks)], selection_rank=ranks.index(m) + 1 if m in ranks else None)
+        if r != "EXCLUDED": extra |= dict(neuron_cores=2 ** (i % 3), hbm_peak_gb=0.5 + i, hbm_capacity_gb=8.0 * 2 ** (i % 3),
+                                          wall_s=10.0 + 3 * i, runner=runners[min(1, len(runners) - 1) if i % 4 == 2 else 0])
+        rows.append(synthetic_row(m, r, pair, when, **extra))
+    return rows
 
 # %% ../nbs/17_publish.ipynb #a4ed833b
 def scrub_table(t:pd.DataFrame, # a pair's table, or an architecture table
@@ -414,11 +434,6 @@ def render_card(tables:dict, # {pair: table}
     return CARDS.get_template("card.md").render(repo=repo, space=space, pair=pair, model=model, results=RESULTS, versions=[VERSION_COLUMNS[0], "library_version", *VERSION_COLUMNS[1:]],
                                                 counts=result_counts(tables) if tables else None, libraries=library_pairs(tables),
                                                 arch_counts=result_counts(architectures, ARCH_RESULTS) if architectures else None, arch_results=ARCH_RESULTS)
-
-# %% ../nbs/17_publish.ipynb #44b746b2
-def pair_library(pair:str)->str:
-    "The library a pair is of: its second part without the version."
-    return pair.split("/")[1].rsplit("-", 1)[0]
 
 # %% ../nbs/17_publish.ipynb #5f17306d
 def library_pairs(tables:dict)->list: # [{"name", "pairs", "tested"}], the registry's libraries first, then any other the tables hold

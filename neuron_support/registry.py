@@ -6,7 +6,8 @@
 __all__ = ['libraries', 'library_stack', 'make_plan']
 
 # %% ../nbs/16_registry.ipynb #e8dbb979
-import functools, importlib
+import ast, functools, importlib, importlib.util
+from pathlib import Path
 from huggingface_hub.errors import GatedRepoError
 from .stack import UsageError, Stack, detect_stack
 from .facts import MAX_CORES, MAX_NEW_TOKENS, PROMPT
@@ -48,10 +49,27 @@ def library_demo_repos()->list: # DemoRepo, each library's in the registry's ord
     "The demo catalog's entries as the libraries name them: each one's `Library.demo` module's `demo_repos()`."
     return [r for lib in libraries().values() if lib.demo for r in importlib.import_module(lib.demo).demo_repos()]
 
+# %% ../nbs/16_registry.ipynb #d0744a28
+@functools.cache
+def library_runners(name:str, # a library of the registry
+                   )->tuple: # its runners' names, in the order its carried modules declare them (its own `carried` first)
+    "The names of a library's runners: the keys of the `RUNNERS` of each module it carries, read from their text."
+    lib = library_of(name)
+    modules = dict.fromkeys([*lib.carried_for(None), *(m for r in lib.runner_modules for m in lib.carried_for(r))])
+    return tuple(dict.fromkeys(k for m in modules for k in declared_runners(Path(importlib.util.find_spec(m).origin).read_text())))
+
+# %% ../nbs/16_registry.ipynb #199f870e
+def declared_runners(text:str, # a carried module's source
+                    )->list: # the string keys of its module-level `RUNNERS = {...}`, in order; none where it declares none
+    "The runner names a module's text declares in its `RUNNERS` dict."
+    return [k.value for node in ast.parse(text).body
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "RUNNERS" for t in node.targets) and isinstance(node.value, ast.Dict)
+            for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
 # %% ../nbs/16_registry.ipynb #1be915b0
 def make_plan(model_id:str, # Hub id or local folder
+              stack:Stack, # the stack that runs it: its library plans (`library_stack` detects one)
               revision:str|None=None, # branch, tag or commit (Hub only)
-              stack:Stack|None=None, # the stack that runs it (detected when None)
               max_cores:int=MAX_CORES, # the card's limit
               cores:int|None=None, # force a number of cores
               core_gb:float|None=None, # override the capacity of one core
@@ -63,7 +81,7 @@ def make_plan(model_id:str, # Hub id or local folder
     if not model_id or not str(model_id).strip(): raise UsageError("empty model id")
     if cores: check_cores(cores, max_cores)  # before any request: a wrong number is the user's, whatever the model
     try:
-        ck, stack = find_checkpoint(model_id, revision), stack or detect_stack()
+        ck = find_checkpoint(model_id, revision)
         return checkpoint_plan(ck, read_config(ck, library_of(stack.library).config_file), stack, max_cores, cores, core_gb,
                                max_new_tokens=max_new_tokens, prompt=prompt, min_new_tokens=min_new_tokens)
     except GatedRepoError: raise UsageError(gated(model_id)) from None  # its metadata is public, its files are not

@@ -87,9 +87,9 @@ def quantization(config:dict, path:str="")->str|None: # the reason, or None
 
 # %% ../nbs/06_rules.ipynb #ec288920
 def remote_code(config:dict, # the parsed config.json
+                loader:str, # the package that loads the config, for the sentence
                 tags:list=(), # the repo's tags
                 known=(), # the model types the loading package has built in (a library's table)
-                loader:str="transformers", # the package that loads the config, for the sentence
                )->str|None: # the reason, or None
     "Why the model would need `trust_remote_code`, or None when the loading package has its class built in."
     mt = config.get("model_type")
@@ -134,12 +134,12 @@ def exclusion(info:ModelInfo, # the listing's item
               max_cores:int=MAX_CORES, # the card's limit
               api:HfApi|None=None, # the client (its endpoint, for the gated check)
               *, fit, # fit(info, stack, max_cores, api) -> (category, reason) or (None, fit): the library's plan
+              loader:str, # the package that loads the config
               known=(), # the model types the loading package has built in (the library's table; see `remote_code`)
-              loader:str="transformers", # the package that loads the config
              )->tuple: # (category, reason) or (None, (runner, head class, weight bytes, cores))
     "Why the model is left out, or the runner and fit it would run with: the card's rules, in the card's order, for every library."
     if why := missing_config(info): return "no-config", why
-    if why := remote_code(info.config, info.tags or [], known, loader): return "trust-remote-code", why
+    if why := remote_code(info.config, loader, info.tags or [], known): return "trust-remote-code", why
     if why := quantization(info.config): return "quantized", why
     try: category, fit = fit(info, stack, max_cores, api)
     except SafetensorsError as e: return "no-weights", f"no loadable weights: {e}"

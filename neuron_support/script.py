@@ -8,7 +8,7 @@ __all__ = ['DEFAULT_TIME_LIMIT', 'render_run_py', 'execute_plan', 'make_row', 'r
 # %% ../nbs/18_script.ipynb #56dec127
 import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re, shlex, shutil, signal, socket, subprocess, sys, sysconfig, tempfile, threading, time
 from pathlib import Path
-from .stack import (UsageError, Stack, detect_stack, write_atomic, utc_now, environment, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS)
+from .stack import (UsageError, Stack, write_atomic, utc_now, environment, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS)
 from .facts import JUDGE_MODEL, failure
 from .plan import Plan, plan_record, model_source, checkpoint_name
 from .processes import RUN_TAG, HANDED_BY, run_tag, kill_run, die_with_parent, first_line
@@ -60,7 +60,7 @@ CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_supp
 ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS, HOOKS))\n' # run.py's last line: the library's runners, checks and hooks, handed to the core
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
-def carried_modules(library:str="transformers", runner:str|None=None)->tuple:
+def carried_modules(library:str, runner:str|None=None)->tuple:
     "The modules run.py carries for a library's runner: the core's, then the library's own for that runner, in order."
     return CARRIED_CORE + library_of(library).carried_for(runner)
 
@@ -95,7 +95,7 @@ def carried_imports(text:str, # a carried module's source
                      for n in range(node.lineno, node.end_lineno + 1))
 
 # %% ../nbs/18_script.ipynb #783d1eae
-def module_text(library:str="transformers", runner:str|None=None)->str:
+def module_text(library:str, runner:str|None=None)->str:
     "The code of run.py: each carried module's text in order, then the line that runs the plan with the library's runners and checks."
     mods = carried_modules(library, runner)
     return "\n".join(carried_text(m, mods) for m in mods) + "\n" + ENTRY
@@ -107,7 +107,7 @@ def render_run_py(plan:Plan, # the plan
                   time_limit:float=DEFAULT_TIME_LIMIT, # seconds for the ranks
                   perturb:str="", # test hook: "noise" or "swap" damage the device weights
                   judge_model:str=JUDGE_MODEL, # the English judge
-                  module:str|None=None, # the code (None: `module_text()`)
+                  module:str|None=None, # the code (None: `module_text` of the stack's library and the plan's runner)
                  )->str: # the text of run.py
     "The standalone script of one run: header, PLAN, module."
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
@@ -389,7 +389,7 @@ def execute_run_notebook(notebook, # the run notebook (template)
     tag = run_tag()   # the caller's (a sweep's, run_model's), else this run's own: the kernel, the started stack and run.py carry it
     wanted = is_run_notebook(notebook) and STARTED_STACK not in os.environ   # run_model starts its stack before it plans
     try:
-        with environment(**{RUN_TAG: tag}), (started_stack(parameters.get("library") or "transformers", tag) if wanted else contextlib.nullcontext()):
+        with environment(**{RUN_TAG: tag}), (started_stack(parameters["library"], tag) if wanted else contextlib.nullcontext()):
             papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
                                        progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL,
                                        shutdown_kernel="immediate")   # the notebook is written and every output in: nothing left to wait for
@@ -398,15 +398,16 @@ def execute_run_notebook(notebook, # the run notebook (template)
 # %% ../nbs/18_script.ipynb #e1b7b3b4
 def run_model(model_id:str, # Hub id or local folder
               out_dir:str|Path, # where run.ipynb, run.py and result.json go
+              library:str, # the library that loads and runs it (`neuron-support run --library`)
               stream=None, # where the run's output goes as it comes (None: only into the notebook)
               **params, # further parameters of the notebook: revision, device, backend, cores, time_limit...
              )->dict: # the result row
     "Run one model through the run notebook and return its row."
-    library, tag, model_id = params.get("library") or "transformers", run_tag(), model_source(model_id)   # a folder by its absolute path: the notebook runs elsewhere
+    tag, model_id = run_tag(), model_source(model_id)   # a folder by its absolute path: the notebook runs elsewhere
     with environment(**{RUN_TAG: tag}), started_stack(library, tag):   # first: planning and the kernel's start overlap its imports
-        make_plan(model_id, params.get("revision") or None, library_stack(library, params.get("device") or None, params.get("backend") or None,
-                  core_gb=params.get("core_gb") or None), cores=params.get("cores") or None)  # bad input: a one-line UsageError here
+        make_plan(model_id, library_stack(library, params.get("device") or None, params.get("backend") or None, core_gb=params.get("core_gb") or None),
+                  params.get("revision") or None, cores=params.get("cores") or None)  # bad input: a one-line UsageError here
         out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-        execute_run_notebook(run_notebook_path(), out, {"model_id": model_id, "out_dir": str(out.resolve()), **{k: v for k, v in params.items() if v is not None}},
-                             stream=stream)
+        execute_run_notebook(run_notebook_path(), out, {"model_id": model_id, "out_dir": str(out.resolve()), "library": library,
+                                                        **{k: v for k, v in params.items() if v is not None}}, stream=stream)
     return json.loads((out / "result.json").read_text())

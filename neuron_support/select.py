@@ -15,10 +15,10 @@ from huggingface_hub import HfApi, get_token, hf_hub_url, get_hf_file_metadata, 
 from huggingface_hub.errors import HfHubHTTPError, GatedRepoError
 from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import http_backoff
-from .stack import UsageError, GiB, Stack, detect_stack, pair_key
+from .stack import UsageError, GiB, Stack, pair_key
 from .facts import MAX_CORES
 from .plan import Plan, info_checkpoint
-from .registry import library_of, checkpoint_plan
+from .registry import library_of, library_stack, checkpoint_plan
 from .script import render_run_py, script_identity, script_packages
 from .publish import table_path, read_table, latest
 from .hub import valid_repo_id
@@ -28,10 +28,9 @@ SORTS = {"downloads": "downloads", "trending": "trending_score"} # list name -> 
 SELECTION_SIZE, DEPTH = 100, 1000
 
 # %% ../nbs/19_select.ipynb #cf7bb38d
-def ranking_names(tasks:tuple|None=None, # the tasks (None: those of the default library, from the registry)
+def ranking_names(tasks:tuple, # the tasks, a library's (`Library.tasks` or `.selection_tasks`)
                  )->list: # "<task>/<sort>" for every task and sort, in the fixed order
     "The names of the rankings of `tasks`, in the order that breaks ties."
-    tasks = library_of(Stack.library).tasks if tasks is None else tasks
     return [f"{t}/{s}" for t in tasks for s in SORTS]
 
 # %% ../nbs/19_select.ipynb #85185366
@@ -51,8 +50,8 @@ EXPAND = ["config", "safetensors", "tags", "gated", "downloads", "trendingScore"
 
 def list_ranking(api:HfApi, # the client, pointed at the Hub to ask
                  name:str, # "<task>/<sort>"
+                 library:str, # the Hub's library filter
                  depth:int=DEPTH, # how many models, best first
-                 library:str="transformers", # the Hub's library filter
                 )->list: # ModelInfo of the models, best first
     "The best `depth` models of a library and task by one sort, with everything selection needs."
     task, sort = name.split("/")
@@ -93,12 +92,12 @@ def count_requests(): # yields a list that receives (method, url) of each reques
 # %% ../nbs/19_select.ipynb #4948aa3c
 class Rankings(dict):
     "{ranking name: [model ids, best first]}, each fetched from the Hub on first use; `info` keeps the listing items."
-    def __init__(self, api:HfApi, depth:int=DEPTH, library:str="transformers"):
+    def __init__(self, api:HfApi, library:str, depth:int=DEPTH):
         super().__init__(); self.api, self.depth, self.library, self.info, self.rank, self.checked = api, depth, library, {}, {}, False
     def get(self, name, default=None):
         if name not in self:
             if not self.checked: check_endpoint(self.api.endpoint); self.checked = True
-            with hub_errors(self.api.endpoint): found = list_ranking(self.api, name, self.depth, self.library)
+            with hub_errors(self.api.endpoint): found = list_ranking(self.api, name, self.library, self.depth)
             self.info.update((m.id, m) for m in found if m.id not in self.info)
             self.rank[name] = {m.id: r + 1 for r, m in enumerate(found)}
             self[name] = [m.id for m in found]
@@ -106,23 +105,21 @@ class Rankings(dict):
 
 # %% ../nbs/19_select.ipynb #35784f16
 def select_ids(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings`)
+               tasks:tuple, # the library's selection tasks
                selection_size:int=SELECTION_SIZE, # how many models the selection holds
-               tasks:tuple|None=None, # the library's selection tasks (None: the default library's)
               )->list: # the selection's model ids, rank 1 first
     "The selection: the best-ranked models of the selection tasks, by the merge rule."
-    tasks = library_of(Stack.library).selection_tasks if tasks is None else tasks
     return list(merge_rankings([rankings.get(n, []) for n in ranking_names(tasks)]))[:selection_size]
 
 # %% ../nbs/19_select.ipynb #1cfa5cdc
 def sweep_order(rankings:dict, # {ranking name: [model ids]} (a dict or `Rankings`)
+                lib, # the library (`Library`): its selection tasks, then all the tasks of its list
                 selection_size:int=SELECTION_SIZE, # how many models the selection holds
-                selection_tasks:tuple|None=None, # the library's selection tasks (None: the default library's)
-                tasks:tuple|None=None, # all the tasks of the library's list (None: the default library's)
                )->Iterator[tuple]: # (model id, selection rank or None), in the list's order
     "The selection, then the rest of the list, as the card and the merge rule order them."
-    selection = select_ids(rankings, selection_size, selection_tasks)
+    selection = select_ids(rankings, lib.selection_tasks, selection_size)
     yield from ((m, i + 1) for i, m in enumerate(selection))
-    yield from ((m, None) for m in merge_rankings([rankings.get(n, []) for n in ranking_names(tasks)], skip=selection))
+    yield from ((m, None) for m in merge_rankings([rankings.get(n, []) for n in ranking_names(lib.tasks)], skip=selection))
 
 # %% ../nbs/19_select.ipynb #77fedd72
 def last_rows(data_dir, # the dataset folder (data/<pair>.parquet), or None
@@ -167,7 +164,7 @@ def listing_plan(info:ModelInfo, # the listing item (config, safetensors, siblin
                  stack, # the stack that would run it
                  max_cores:int=MAX_CORES, # the card's limit
                  api:HfApi|None=None, # the client, for the file sizes of a repo with only pickles
-                )->"Plan": # what make_plan(info.id, info.sha, stack, max_cores) returns
+                )->"Plan": # what make_plan(info.id, stack, info.sha, max_cores) returns
     "The plan of a listed model, built as `make_plan` builds it, from the listing's data."
     return checkpoint_plan(info_checkpoint(info, api or HfApi()), info.config, stack, max_cores)
 
@@ -220,7 +217,7 @@ class SweepList:
     def __len__(self): return len(self.items)
 
 # %% ../nbs/19_select.ipynb #5e1eda6b
-def sweep_list(stack=None, # the stack (detected when None)
+def sweep_list(stack:Stack, # the stack: its library's list, on its pair (`library_stack` detects one)
                data_dir=None, # the dataset folder whose table of the pair decides skips (None: no skips)
                max_runs:int|None=100, # stop once this many models are to run (None: the whole list)
                endpoint:str|None=None, # the Hub (None: HF_ENDPOINT, else the real Hub)
@@ -232,15 +229,14 @@ def sweep_list(stack=None, # the stack (detected when None)
                progress=None, # progress(candidate) after each model is decided: the list can take minutes to build
               )->SweepList:
     "The sweep's list: each model with its ranks, its decision and why, until `max_runs` are to run."
-    stack = stack or detect_stack()
     if max_runs is not None and max_runs < 0: raise UsageError(f"the number of runs must be 0 or more, not {max_runs}")
     api, pair, lib = HfApi(endpoint=endpoint), pair_key(stack), library_of(stack.library)
     token, last = token or get_token(), last_rows(data_dir, pair)
     with count_requests() as sent:
-        rankings = Rankings(api, depth, lib.name)
-        out = SweepList([], {m: i + 1 for i, m in enumerate(select_ids(rankings, selection_size, lib.selection_tasks))}, pair)
+        rankings = Rankings(api, lib.name, depth)
+        out = SweepList([], {m: i + 1 for i, m in enumerate(select_ids(rankings, lib.selection_tasks, selection_size))}, pair)
         runs = 0
-        for pos, (m, srank) in enumerate(sweep_order(rankings, selection_size, lib.selection_tasks, lib.tasks)):
+        for pos, (m, srank) in enumerate(sweep_order(rankings, lib, selection_size)):
             if max_runs is not None and runs >= max_runs: break
             info = rankings.info[m]
             c = Candidate(m, info.pipeline_tag, {n: r[m] for n, r in rankings.rank.items() if m in r}, pos + 1, srank, revision=info.sha)

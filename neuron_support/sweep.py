@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 from huggingface_hub import snapshot_download, HfApi
 from huggingface_hub.utils import disable_progress_bars, logging as hf_logging
 
-from .stack import UsageError, Stack, detect_stack, pair_key, write_atomic, utc_now, environment
+from .stack import UsageError, Stack, pair_key, write_atomic, utc_now, environment
 from .publish import table_row, add_rows, COLUMNS, table_path, read_table, drawn_files, OUTCOME_FILE, notebook_path, unchecked
 from .untrusted import scrub_file, one_line
 from .hub import hub_server, hub_env
@@ -27,7 +27,7 @@ from .faults import named_fault, hub_wait, exception_chain, fault_of, hub_retrie
 from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
 from .plan import checkpoint_name, model_source, outside_checkpoint
-from .registry import library_of, make_plan
+from .registry import library_of, library_stack, libraries, make_plan
 # None of these imports torch or a library's model code (a test checks it): a Ray worker imports this module, and a host runs
 # one worker per run in flight, which holds cores and starts a notebook, never the stack itself. The demo's checkpoints are
 # torch's work: `demo_catalog` builds them in a process of their own.
@@ -74,7 +74,7 @@ def folder_item(folder:str, # a local checkpoint's folder, absolute (`model_sour
                 stack:Stack, # the library's stack
                )->tuple: # (SweepItem to run, "") or (None, why the library's plan refuses it)
     "A local checkpoint as one library's sweep runs it, planned as `run` plans it; or why that library refuses it."
-    try: plan = make_plan(folder, None, stack)
+    try: plan = make_plan(folder, stack)
     except UsageError as e: return None, str(e)
     return SweepItem(folder, "run", cores=plan.cores, runner=plan.runner, weight_bytes=plan.weight_bytes, plan=asdict(plan)), ""
 
@@ -926,7 +926,7 @@ class SweepOptions:
     cache_from:str|None=None # each host syncs its compile cache from here before its first run (None: the compiler's public cache)
     device:str|None=None # force a device (None: detected)
     backend:str|None=None # force a compile backend (None: the device's)
-    stack:Stack|None=None # the stack (None: detected, with device and backend)
+    stack:Stack|None=None # the stack, which names its library (None: each library's, detected with device and backend)
     grace:float|None=None # seconds past the time limit before the sweep kills a run whole (None: run_grace())
     prefetch_gb:float=100 # GiB of weights downloaded ahead at most
     only:list|None=None # sweep only these model ids of the list (their decisions unchanged)
@@ -934,7 +934,7 @@ class SweepOptions:
     notebook:object=None # the run notebook (None: nbs/run.ipynb)
     parameters:dict|None=None # extra notebook parameters
     stream:object=None # where progress goes (stderr)
-    libraries:list|None=None # the libraries whose lists are swept, one after the other (None: the stack's)
+    libraries:list|None=None # the libraries whose lists are swept, one after the other (None: the stack's; with no stack, every library of the registry)
     report:bool=True # print the table's summary and where it is at the end (the architecture table prints its own)
     names:dict|None=None # {model_id: the name progress lines show} (None: the model id; the architecture table's type:Class)
     retries:int=FAULT_RETRIES # times a run the infrastructure ended (node lost, the Hub's 503, a full disk) is tried again
@@ -946,6 +946,14 @@ def sweep(**options, # `SweepOptions`' fields: max_runs, demo, address, out_dir,
     "Select, run each model as an executed notebook packed on Ray, collect the rows; resumable."
     return run_sweep(SweepOptions(**options))
 
+# %% ../nbs/20_sweep.ipynb #89791f18
+def swept_stacks(o:SweepOptions)->list: # Stack, one per library, in the order they are swept
+    "The stacks a sweep runs on: the one it is given, else one per library it is asked (every library of the registry when none), detected once."
+    if o.stack is not None and not o.libraries: return [o.stack]
+    names = o.libraries or list(libraries())
+    first = o.stack or library_stack(names[0], o.device, o.backend)
+    return [replace(first, library=n, release=library_of(n).installed_version()) for n in names]
+
 # %% ../nbs/20_sweep.ipynb #d0a54152
 def run_sweep(o:SweepOptions, # what the sweep is asked
              )->Path: # the pair's table (of the last library)
@@ -954,18 +962,17 @@ def run_sweep(o:SweepOptions, # what the sweep is asked
     named = [model_source(m) for m in o.only or []]   # as `run` reads them: a folder here, by its absolute path, else a Hub id
     folders, hub_ids = [m for m in named if Path(m).is_absolute()], {m for m in named if not Path(m).is_absolute()}
     for f in folders: outside_checkpoint(o.out_dir, f)   # a sweep's folder inside a checkpoint it runs: one line, before anything is written
-    if o.libraries:   # one sweep per library: each its own list, pair, table and journal; one Ray and one watchdog for them all
-        stack = o.stack or detect_stack(o.device, o.backend)
+    if o.libraries or o.stack is None:   # one sweep per library: each its own list, pair, table and journal; one Ray and one watchdog for them all
         with ends_whole(), one_ray():
-            for name in o.libraries:
-                print(f"\n== {name}: the Hub's {name} models", file=o.stream or sys.stderr, flush=True)
-                path = run_sweep(replace(o, stack=replace(stack, library=name, release=library_of(name).installed_version()), libraries=None))
+            for stack in swept_stacks(o):
+                print(f"\n== {stack.library}: the Hub's {stack.library} models", file=o.stream or sys.stderr, flush=True)
+                path = run_sweep(replace(o, stack=stack, libraries=None))
         return path
     time_limit = DEFAULT_TIME_LIMIT if o.time_limit is None else o.time_limit
     if o.max_runs < 0: raise UsageError(f"--max-runs must be 0 or more, not {o.max_runs}")
     if time_limit <= 0: raise UsageError(f"--time-limit must be positive, not {time_limit}")
     grace = run_grace() if o.grace is None else o.grace
-    stack = o.stack or detect_stack(o.device, o.backend); pair = pair_key(stack)
+    stack = o.stack; pair = pair_key(stack)
     o = replace(o, time_limit=time_limit, grace=grace, stack=stack, notebook=check_template(o.notebook or run_notebook_path()))   # every default settled, once
     out_dir, max_runs, items, only = o.out_dir, o.max_runs, o.items, o.only
     with ends_whole(), sweep_lock(out_dir):   # every process it starts ends with it; one sweep a folder
@@ -1145,10 +1152,9 @@ def sweep_demo(o:"SweepOptions")->Path:
     "Sweep the demo catalog on a local Hub: `neuron-support sweep --demo`."
     with sweep_lock(o.out_dir): pass   # said now, not after the catalog and the Hub: the folder is another sweep's
     catalog = demo_catalog()
-    stack = o.stack or detect_stack(o.device, o.backend)
     with ends_whole(), hub_server(catalog) as endpoint, tempfile.TemporaryDirectory() as d:
         args = Path(d) / "sweep.pkl"; args.write_bytes(pickle.dumps(replace(o, demo=False, stream=None)))   # the same options, in the child that the Hub's environment reaches
         env = {**os.environ, **hub_env(endpoint, catalog.parent / f"{catalog.name}-hf-home")}
         rc = subprocess.run([sys.executable, "-c", DEMO_CHILD, str(args)], env=env).returncode
     if rc: raise SystemExit(rc)
-    return table_path(o.out_dir, pair_key(stack))
+    return table_path(o.out_dir, pair_key(swept_stacks(o)[-1]))

@@ -19,8 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neuron_support.app import HOSTILE_NOTE, demo_rows, script_header
-from neuron_support.publish import empty_table, merge, synthetic_row, table_path, write_table
+from neuron_support.app import HOSTILE_NOTE, script_header
+from neuron_support.registry import library_runners
+from neuron_support.publish import demo_rows, empty_table, merge, synthetic_row, table_path, write_table
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -253,9 +254,10 @@ def test_filters_narrow_the_view(page, dataset):
     wait_count(page, "1 model")
     assert column(page, "model") == [f"{ORG}/tiny-llama-d"] and column(page, "pair") == [PAIRS[0]]
     page.select_option("#result", "all")
-    page.select_option("#runner", "run_encoder")
-    encoders = [m for (p, m), r in dataset.items() if p == PAIRS[0] and r["runner"] == "run_encoder"]
-    wait_column(page, "model", sorted(encoders))   # one encoder: the count is again "1 model"
+    second = library_runners("transformers")[1]   # the runner of every fourth synthetic row (`demo_rows`)
+    page.select_option("#runner", second)
+    encoders = [m for (p, m), r in dataset.items() if p == PAIRS[0] and r["runner"] == second]
+    wait_column(page, "model", sorted(encoders))   # one such model: the count is again "1 model"
     wait_count(page, f"{len(encoders)} model" + ("" if len(encoders) == 1 else "s"))
     assert column(page, "model") == sorted(encoders) and encoders
 

@@ -8,11 +8,12 @@ import pytest
 
 from neuron_support.demo import build_demo
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 from conftest import rerun_alone, damaged_run
 
-TR = detect_stack("cpu", found={}, library="transformers")
+TR = library_stack("transformers", "cpu", found={})
 PAIR = pair_key(TR)
 DEMO = "neuron-support-demo"
 AUDIO = {f"{DEMO}/tiny-whisper": ("run_speech_seq2seq", "automatic-speech-recognition"), f"{DEMO}/tiny-wav2vec2-ctc": ("run_ctc", "automatic-speech-recognition"),

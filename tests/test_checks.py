@@ -451,7 +451,7 @@ def test_rendered_checks_run_without_the_package(tmp_path, reference, tok, smol)
                           "wrong": compare_generation(cpu, wrong, tok)["cpu_match"]}}))
     """)
     script = tmp_path / "run_checks.py"
-    script.write_text(module_text() + "\n" + main)
+    script.write_text(module_text("transformers") + "\n" + main)
     guard = "import sys; sys.modules['neuron_support'] = None; exec(open(sys.argv[1]).read(), {'__name__': 'run_checks'})"
     out = subprocess.run([sys.executable, "-c", guard, str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -553,8 +553,8 @@ def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_chec
     and damaged ("PASS Y" with noise); its gains are set to 1 now (`live_norms`), and the damaged run is FAIL(output)."""
     from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
-    from neuron_support.stack import detect_stack
-    stack = detect_stack("cpu", found={})
+    from neuron_support.registry import library_stack
+    stack = library_stack("transformers", "cpu", found={})
     plan = make_plan(str(flat_checkpoints[name]), stack=stack, max_new_tokens=8, min_new_tokens=8)
     verdicts = {}
     damaged = "swap" if name in SWAPPED else "noise"

@@ -8,10 +8,11 @@ from PIL import Image
 
 from neuron_support.demo import build_demo
 from neuron_support.publish import dataset_files, read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 
-DF = detect_stack("cpu", found={}, library="diffusers")
+DF = library_stack("diffusers", "cpu", found={})
 DF_PAIR = pair_key(DF)
 ORG = "neuron-support-demo"
 

@@ -11,10 +11,11 @@ from conftest import free_port
 from flaky_hub import FlakyHub, weight_file
 from neuron_support.hub import hub_env
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import journal_path, run_folder
 
-PAIR = pair_key(detect_stack("cpu", found={}))
+PAIR = pair_key(library_stack("transformers", "cpu", found={}))
 DEMO = "neuron-support-demo"
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

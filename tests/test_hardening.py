@@ -15,11 +15,12 @@ import pytest
 from conftest import real_tokenizer_folder
 from neuron_support.publish import COLUMNS, dataset_files, read_table, table_path
 from neuron_support.plan import checkpoint_name
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 
 CLI = shutil.which("neuron-support")
-STACK = detect_stack("cpu", found={})
+STACK = library_stack("transformers", "cpu", found={})
 PICTURE = re.compile(r"<img[^>]*image(?:_cpu)?\.png")   # a run's picture shown on a page
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # escape codes and other control characters
 
@@ -134,7 +135,7 @@ def test_a_run_folder_keeps_no_older_pictures(tmp_path, demo_catalog):
     """A pipeline that drew its pictures (PASS), then a new version of it that fails to load, run into the same folder:
     no picture is left, the CLI names none, publish uploads none, and the app's page of the model shows none."""
     from neuron_support.app import load_results
-    stack = detect_stack("cpu", found={}, library="diffusers")
+    stack = library_stack("diffusers", "cpu", found={})
     pipeline = tmp_path / "tiny-sd"
     shutil.copytree(demo_catalog / "models" / "neuron-support-demo" / "tiny-sd", pipeline)
     out = tmp_path / "out"

@@ -379,7 +379,8 @@ def test_the_local_hub_refuses_a_chunked_commit_cut_short(small_hub):
 
 def test_a_long_note_is_cut_and_the_whole_is_a_link_away(tmp_path):
     from fastapi.testclient import TestClient
-    from neuron_support.app import demo_rows, load_results
+    from neuron_support.app import load_results
+    from neuron_support.publish import demo_rows
     from neuron_support.publish import empty_table, merge, table_path, write_table
     pair = "cpu-aot_eager-torch2.13.0/transformers-5.24.0"
     rows = demo_rows(pair, "2025-07-01T10:00:00Z", {"org/long": "FAIL(gen)"})

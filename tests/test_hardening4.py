@@ -22,9 +22,10 @@ from test_hardening import tiny_llama, only_row, CONTROL
 from test_hardening3 import cli, one_line_error
 from neuron_support.hub import hub_env, hub_server
 from neuron_support.publish import read_table, table_path, architecture_path, architecture_bytes, architecture_frame
-from neuron_support.stack import detect_stack, pair_key, write_atomic
+from neuron_support.stack import pair_key, write_atomic
+from neuron_support.registry import library_stack
 
-STACK = detect_stack("cpu", found={})
+STACK = library_stack("transformers", "cpu", found={})
 PAIR = pair_key(STACK)
 CHECKOUT = Path(__file__).resolve().parents[1]
 DEMO_MODELS = Path(os.environ.get("NEURON_SUPPORT_CACHE") or Path.home() / ".cache" / "neuron-support") / "demo" / "models" / "neuron-support-demo"
@@ -90,7 +91,7 @@ def test_a_check_that_raises_is_the_harness_failure(tmp_path):
     assert o["check"].startswith("failed: the harness's own error (TypeError: compare_generation()"), o["check"]
     assert o["notes"].startswith("the output check failed on its own (the harness's error, not the model's)"), o["notes"]
     assert "Traceback" in o["error"] and "broken_check" in o["error"]
-    assert culprit({"result": o["result"], "cpu_eager": ""}, o) == "harness"
+    assert culprit({"result": o["result"], "cpu_eager": ""}, o, "transformers") == "harness"
 
 
 def hub_llama4(root: Path) -> Path:

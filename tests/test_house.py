@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from neuron_support.script import CARRIED_CORE, ENTRY, carried_modules, module_text, imported_module
-from neuron_support.registry import libraries
+from neuron_support.registry import libraries, library_runners
 
 PACKAGE = Path(importlib.util.find_spec("neuron_support").origin).parent
 MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text())
@@ -111,7 +111,7 @@ def test_run_py_is_the_carried_modules_verbatim(library, runner):
 
 
 KERNEL_IMPORTS = """import sys
-from neuron_support.stack import detect_stack, stack_record, format_record, pair_key, write_atomic, utc_now
+from neuron_support.stack import stack_record, format_record, pair_key, write_atomic, utc_now
 from neuron_support.facts import MAX_CORES, MAX_NEW_TOKENS, PROMPT, JUDGE_MODEL
 from neuron_support.plan import Plan, plan_record
 from neuron_support.registry import make_plan, library_stack
@@ -146,8 +146,8 @@ def test_the_run_notebook_imports_what_the_test_imports():
 def test_planning_a_model_never_starts_the_stack(demo_catalog):
     "`make_plan` of a checkpoint that fits one core (what the CLI and the kernel each do first) reads configs and headers only."
     folder = demo_catalog / "models" / "neuron-support-demo" / "tiny-llama"
-    code = ("import json, sys\nfrom neuron_support.stack import detect_stack\nfrom neuron_support.registry import make_plan\n"
-            f"plan = make_plan({str(folder)!r}, stack=detect_stack('cpu', found={{}}))\n"
+    code = ("import json, sys\nfrom neuron_support.registry import make_plan, library_stack\n"
+            f"plan = make_plan({str(folder)!r}, stack=library_stack('transformers', 'cpu', found={{}}))\n"
             "print(json.dumps([plan.runner, plan.cores, 'torch' in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -194,24 +194,14 @@ def folder_of(lib) -> str:
 
 
 def runners_of(lib) -> set:
-    "A library's runner names: the keys of the RUNNERS its carried modules declare, read from their source (no torch), and those its Library names."
-    names = set(lib.runner_modules) | set(lib.one_core)
-    for modules in {lib.carried_for(None), *(lib.carried_for(r) for r in lib.runner_modules)}:
-        if isinstance(table := assigned(modules[-1].removeprefix("neuron_support."), "RUNNERS"), ast.Dict):
-            names |= {k.value for k in table.keys if isinstance(k, ast.Constant)}
-    return names
+    "A library's runner names: the keys of the RUNNERS its carried modules declare (the registry reads them from their source, no torch), and those its Library names."
+    return set(library_runners(lib.name)) | set(lib.runner_modules) | set(lib.one_core)
 
 
-DATA = {"publish.synthetic_row": "a synthetic row of a transformers pair: the table's data, a `runner` column's value",
-        "app.demo_rows": "the app's synthetic sweeps: rows of transformers pairs, their `runner` column's values"} # where a runner's name is data, not a decision: module, or module.function
-
-
-def named_runners(tree, module:str, runners:set) -> list:
-    "The runner names a module's strings hold, outside the functions (or the module) that DATA says hold data."
+def named_runners(tree, runners:set) -> list:
+    "The runner names a module's strings hold: none outside a library's folder, synthetic rows included (they ask the registry)."
     import re
-    if module in DATA: return []
-    skip = {id(c) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f"{module}.{f.name}" in DATA for c in ast.walk(f)}
-    return [r for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip
+    return [r for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
             for r in sorted(runners) if re.search(rf"\b{r}\b", n.value)]
 
 
@@ -224,7 +214,7 @@ def strangers(lib) -> list:
     for m, tree in MODULES.items():
         if m == "registry" or m.startswith(folder + ".") or any(m.startswith(f + ".") for f in friends): continue
         found += [f"{m}: imports {name}" for name, _ in own_imports(tree, m) if name == folder or name.startswith(folder + ".")]
-        found += [f"{m}: names {r!r}" for r in named_runners(tree, m, runners)]
+        found += [f"{m}: names {r!r}" for r in named_runners(tree, runners)]
     return found
 
 
@@ -242,8 +232,8 @@ def test_the_stranger_check_can_fail(tmp_path, monkeypatch):
     lib = libraries()["transformers"]
     monkeypatch.setitem(MODULES, "plan", ast.parse('from .libraries.transformers.text import RUNNERS\nWHY = {"run_encoder": "one core"}\n'))
     assert strangers(lib) == ["plan: imports libraries.transformers.text", "plan: names 'run_encoder'"]
-    monkeypatch.setitem(MODULES, "plan", ast.parse('def synthetic_row(): return "run_dense"\n'))
-    assert strangers(lib) == ["plan: names 'run_dense'"]   # data only where DATA says so
+    monkeypatch.setitem(MODULES, "publish", ast.parse('def synthetic_row(): return "run_dense"\n'))
+    assert strangers(lib)[-1:] == ["publish: names 'run_dense'"]   # a synthetic row's runner too: it asks the registry
 
 
 TRANSFORMERS_CHECKS = ("generation_reference", "compare_generation", "judge_english", "check_encoder", "encoder_reference", "token_nlls")

@@ -7,11 +7,12 @@ import pytest
 
 from neuron_support.demo import build_demo, package_folder
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 
 REPO = Path(__file__).resolve().parents[1]
-ST = detect_stack("cpu", found={}, library="sentence-transformers")
+ST = library_stack("sentence-transformers", "cpu", found={})
 ST_PAIR = pair_key(ST)
 
 
@@ -149,7 +150,7 @@ def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
                             "--time-limit", "600", "--device", "cpu"], capture_output=True, text=True, timeout=900,
                            env={**env, **hub_env(endpoint, tmp_path / "hf")})
     assert p.returncode == 0, p.stderr[-3000:]
-    toy = detect_stack("cpu", found={}, versions={**detect_stack("cpu", found={}).versions, "toy_lib": "0.1"}, library="transformers")
+    toy = library_stack("transformers", "cpu", found={}, versions={**library_stack("transformers", "cpu", found={}).versions, "toy_lib": "0.1"})
     pair = f"{pair_key(toy).split('/')[0]}/toy-lib-0.1"
     table = read_table(table_path(out, pair)).set_index("model_id")
     assert sorted(table.index) == ["toy-org/toy-a", "toy-org/toy-b"], table   # listed by its library name: not-toy is not its

@@ -18,7 +18,8 @@ from neuron_support.core import free_port
 from neuron_support.registry import make_plan
 from neuron_support.script import render_run_py, module_text, plan_dict
 from neuron_support.publish import COLUMNS
-from neuron_support.stack import detect_stack, GiB
+from neuron_support.stack import GiB
+from neuron_support.registry import library_stack
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "nbs" / "run.ipynb"
@@ -90,16 +91,16 @@ def check_row(row: dict):
 
 
 def test_render_is_deterministic_and_follows_the_code(local_models):
-    stack = detect_stack("cpu", found={})
+    stack = library_stack("transformers", "cpu", found={})
     plan = make_plan(str(local_models / "llama"), stack=stack)
     text = render_run_py(plan, stack)
     assert render_run_py(make_plan(str(local_models / "llama"), stack=stack), stack) == text
     # what was tested is what is rendered: after the header and PLAN, the module's file byte for byte
-    assert text.endswith(module_text())
-    header_and_plan = text[:len(text) - len(module_text())]
+    assert text.endswith(module_text("transformers"))
+    header_and_plan = text[:len(text) - len(module_text("transformers"))]
     assert header_and_plan.startswith("#!/usr/bin/env python3\n") and "\nPLAN = {" in header_and_plan
     assert all(l.startswith("#") for l in header_and_plan.split("\nPLAN = ")[0].splitlines())
-    changed = module_text().replace("def run_dense(", "def run_dense(  # changed\n        ", 1)
+    changed = module_text("transformers").replace("def run_dense(", "def run_dense(  # changed\n        ", 1)
     assert render_run_py(plan, stack, module=changed) != text
     assert "import neuron_support" not in text and "from neuron_support" not in text
     # it stands alone: it compiles and imports nothing of this package
@@ -128,7 +129,7 @@ def test_an_encoder_decoder_with_sliding_window_layers_generates(local_models, t
 
 
 def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
-    stack = detect_stack("cpu", found={})
+    stack = library_stack("transformers", "cpu", found={})
     one = make_plan(str(local_models / "llama"), stack=stack, max_new_tokens=8, min_new_tokens=8)
     out = tmp_path / "tp"
     row = papermill(out, str(local_models / "llama"), core_gb=one.weight_bytes * 0.8 / GiB, max_new_tokens=8, min_new_tokens=8,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from neuron_support.hub import hub_env, hub_server
-from neuron_support.stack import UsageError, detect_stack
+from neuron_support.stack import UsageError
+from neuron_support.registry import library_stack
 
 TASKS = ["text-generation", "image-text-to-text", "translation", "summarization", "fill-mask", "token-classification",
          "text-classification", "question-answering", "zero-shot-classification", "feature-extraction",
@@ -80,15 +81,15 @@ CHILD = r'''
 import importlib, json, sys, tempfile
 from pathlib import Path
 from neuron_support.select import sweep_list, list_json, count_requests, default_render
-from neuron_support.stack import detect_stack
+from neuron_support.registry import library_stack
 a = json.loads(sys.argv[1])
-stack = detect_stack("cpu", found={})
+stack = library_stack("transformers", "cpu", found={})
 render = default_render
 if a.get("change_runner"):   # a runner whose code changed: load_model with one more line
     from neuron_support import script
-    changed = script.module_text().replace('    model = cls.from_pretrained(path, **kw).eval()',
+    changed = script.module_text("transformers").replace('    model = cls.from_pretrained(path, **kw).eval()',
                                            '    kw = {**kw}  # a changed runner\n    model = cls.from_pretrained(path, **kw).eval()', 1)
-    assert changed != script.module_text()
+    assert changed != script.module_text("transformers")
     render = lambda plan, stack, packages: script.render_run_py(plan, stack, list(packages), module=changed)
 with count_requests() as sent:
     sl = sweep_list(stack=stack, data_dir=a.get("data_dir"), max_runs=a.get("max_runs"), render=render)
@@ -233,13 +234,13 @@ from huggingface_hub import HfApi
 from neuron_support.registry import make_plan
 from neuron_support.select import listing_plan, EXPAND
 from neuron_support.libraries.transformers.library import TASKS, transformers_exclusion as exclusion
-from neuron_support.stack import detect_stack
-stack, api, bad, n, pickled = detect_stack("cpu", found={}), HfApi(), [], 0, None
+from neuron_support.registry import library_stack
+stack, api, bad, n, pickled = library_stack("transformers", "cpu", found={}), HfApi(), [], 0, None
 for t in TASKS:
     for info in api.list_models(filter="transformers", pipeline_tag=t, expand=EXPAND):
         if exclusion(info, stack, None, 16, api)[0]: continue
         n += 1
-        a, b = asdict(listing_plan(info, stack)), asdict(make_plan(info.id, info.sha, stack))
+        a, b = asdict(listing_plan(info, stack)), asdict(make_plan(info.id, stack, info.sha))
         if a != b: bad.append([info.id, a, b])
         if info.id == PICKLE: pickled = [a["weight_bytes"], a["fit"]]
 print("RESULT " + json.dumps({"n": n, "bad": bad, "pickled": pickled}))
@@ -285,9 +286,9 @@ def test_retries_on_429_and_503(hub):
     try:
         proxy = f"http://127.0.0.1:{server.server_address[1]}"
         with count_requests() as via_proxy:
-            sl = sweep_list(stack=detect_stack("cpu", found={}), endpoint=proxy, max_runs=None)
+            sl = sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=proxy, max_runs=None)
         with count_requests() as direct_sent:
-            direct = sweep_list(stack=detect_stack("cpu", found={}), endpoint=hub, max_runs=None)
+            direct = sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=hub, max_runs=None)
     finally:
         server.shutdown()
     assert server.refused == [429, 503]
@@ -300,7 +301,7 @@ def test_unreachable_hub_is_one_clear_error():
     from neuron_support.select import sweep_list
     t = time.monotonic()
     with pytest.raises(UsageError, match=r"cannot reach the Hub at http://127.0.0.1:9 .*HF_ENDPOINT"):
-        sweep_list(stack=detect_stack("cpu", found={}), endpoint="http://127.0.0.1:9")
+        sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint="http://127.0.0.1:9")
     assert time.monotonic() - t < 10
 
 
@@ -310,7 +311,7 @@ def test_not_a_hub_is_one_clear_error(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with pytest.raises(UsageError, match="does not answer like a Hub"):
-            sweep_list(stack=detect_stack("cpu", found={}), endpoint=f"http://127.0.0.1:{server.server_address[1]}")
+            sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=f"http://127.0.0.1:{server.server_address[1]}")
     finally:
         server.shutdown()
 
@@ -322,7 +323,7 @@ def test_synthetic_catalog_request_count(tmp_path):
     models = json.loads((cat / "catalog.json").read_text())["models"]
     page = 100
     with hub_server(cat, page_size=page) as endpoint, count_requests() as sent:
-        sl = sweep_list(stack=detect_stack("cpu", found={}), endpoint=endpoint, max_runs=None)
+        sl = sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=endpoint, max_runs=None)
     counts = {t: sum(m["pipeline_tag"] == t for m in models) for t in TASKS}
     pages = sum(2 * math.ceil(n / page) for n in counts.values() if n)
     listings = [u for _, u in sent if "pipeline_tag=" in u]
@@ -336,8 +337,8 @@ def test_synthetic_catalog_request_count(tmp_path):
 def test_limit_stops_after_n_runs_and_fetches_only_what_it_needs(hub):
     from neuron_support.select import count_requests, sweep_list
     with count_requests() as sent:
-        sl = sweep_list(stack=detect_stack("cpu", found={}), endpoint=hub, max_runs=2)
+        sl = sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=hub, max_runs=2)
     assert sum(c.decision == "run" for c in sl) == 2 and sl.items[-1].decision == "run"
     assert not any("pipeline_tag=fill-mask" in u for _, u in sent)  # the list ended inside the selection
     with pytest.raises(UsageError, match="0 or more"):
-        sweep_list(stack=detect_stack("cpu", found={}), endpoint=hub, max_runs=-1)
+        sweep_list(stack=library_stack("transformers", "cpu", found={}), endpoint=hub, max_runs=-1)

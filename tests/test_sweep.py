@@ -12,11 +12,12 @@ from pathlib import Path
 import nbformat, pandas as pd, psutil, pytest
 
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.processes import tagged_processes
 from neuron_support.sweep import Prefetch, SweepItem, journal_path, run_folder, summary, sweep, sync_cache
 
-CPU = detect_stack("cpu", found={})
+CPU = library_stack("transformers", "cpu", found={})
 PAIR = pair_key(CPU)
 
 PARAMETERS = """\
@@ -111,7 +112,7 @@ def results(out: Path, pair: str = PAIR) -> dict:
     return dict(zip(t.model_id, t.result))
 
 
-TRN2 = detect_stack(found={"neuron": [4, 24 * 2**30]},
+TRN2 = library_stack("transformers", found={"neuron": [4, 24 * 2**30]},
                     versions={**CPU.versions, "neuronx_cc": "2.21.33363.0", "torch_neuronx": "2.9.0.2.10.0"})
 TRN2_PAIR = pair_key(TRN2)
 
@@ -226,8 +227,10 @@ def test_prefetch_stays_within_its_budget(hub, tmp_path):
 SWEEP_SCRIPT = """\
 import json, sys
 from neuron_support.sweep import SweepItem, sweep
+from neuron_support.registry import library_stack
 items = [SweepItem(f"t/pass-{{i}}", "run", selection_rank=i, cores=1) for i in range(1, 7)]
-sweep(max_runs=4, out_dir=sys.argv[1], items=items, notebook={notebook!r}, slots=2, time_limit=60, parameters=json.loads(sys.argv[2]))
+sweep(max_runs=4, out_dir=sys.argv[1], items=items, notebook={notebook!r}, slots=2, time_limit=60, parameters=json.loads(sys.argv[2]),
+      stack=library_stack("transformers"))
 """
 
 
@@ -368,11 +371,11 @@ def test_whole_demo_sweep(tmp_path):
     from neuron_support.demo import build_demo
     catalog = json.loads((build_demo() / "catalog.json").read_text())
     out = tmp_path / "out"
-    code = "import sys; from neuron_support.sweep import sweep; sweep(demo=True, out_dir=sys.argv[1])"
+    code = "import sys; from neuron_support.sweep import sweep; sweep(demo=True, out_dir=sys.argv[1], libraries=['transformers'])"
     p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=4 * 3600)
     assert p.returncode == 0, p.stderr[-3000:]
     table = read_table(table_path(out, PAIR))
-    assert set(table.model_id) == {m["id"] for m in catalog["models"]}
+    assert set(table.model_id) == {m["id"] for m in catalog["models"] if m["library_name"] == "transformers"}
     for m in table[table.result != "EXCLUDED"].model_id:
         assert {"run.ipynb", "run.py", "result.json"} <= {f.name for f in run_folder(out, PAIR, m).iterdir()}, m
 
@@ -391,7 +394,8 @@ def mini_catalog(root: Path, ids: list) -> Path:
 
 def sweep_process(out: Path, endpoint: str, home: Path, max_runs: int) -> subprocess.CompletedProcess:
     from neuron_support.hub import hub_env
-    code = f"import sys; from neuron_support.sweep import sweep; sweep(max_runs={max_runs}, out_dir=sys.argv[1], slots=2, time_limit=900)"
+    code = ("import sys; from neuron_support.sweep import sweep; from neuron_support.registry import library_stack; "
+            f"sweep(max_runs={max_runs}, out_dir=sys.argv[1], slots=2, time_limit=900, stack=library_stack('transformers'))")
     p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=1500,
                        env={**os.environ, **hub_env(endpoint, home)})
     assert p.returncode == 0, p.stderr[-3000:]

@@ -9,11 +9,12 @@ import pytest
 
 from neuron_support.demo import build_demo
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 from conftest import rerun_alone, damaged_run
 
-TM = detect_stack("cpu", found={}, library="timm")
+TM = library_stack("timm", "cpu", found={})
 TM_PAIR = pair_key(TM)
 DEMO = "neuron-support-demo"
 RUNS = {f"{DEMO}/tiny-timm-resnet": ("run_timm_classifier", "test_resnet", "resnet"),
@@ -85,7 +86,7 @@ def test_a_timm_checkpoint_through_transformers(tmp_path):
     `TimmWrapperForImageClassification` for a head and the image-encoder runner for none; run, it passes there too."""
     from neuron_support.registry import make_plan
     from neuron_support.script import execute_plan
-    tr = detect_stack("cpu", found={}, library="transformers")
+    tr = library_stack("transformers", "cpu", found={})
     folder = build_demo() / "models" / DEMO
     plan = make_plan(str(folder / "tiny-timm-vit"), stack=tr)
     assert (plan.model_type, plan.runner, plan.head_class) == ("timm_wrapper", "run_image_classifier", "TimmWrapperForImageClassification")

@@ -9,12 +9,13 @@ import pytest
 
 from neuron_support.demo import build_demo
 from neuron_support.publish import read_table, table_path
-from neuron_support.stack import detect_stack, pair_key
+from neuron_support.stack import pair_key
+from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
 from neuron_support.processes import first_line
 from conftest import rerun_alone, damaged_run
 
-TR = detect_stack("cpu", found={}, library="transformers")
+TR = library_stack("transformers", "cpu", found={})
 PAIR = pair_key(TR)
 DEMO = "neuron-support-demo"
 VISION = {f"{DEMO}/tiny-vit": "run_image_classifier", f"{DEMO}/tiny-dinov2": "run_image_encoder", f"{DEMO}/tiny-clip": "run_zero_shot_image",

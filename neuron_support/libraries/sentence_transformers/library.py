@@ -94,7 +94,7 @@ def st_exclusion(info, # the listing's item
                  api:HfApi|None=None, # the client
                 )->tuple: # (category, reason) or (None, (runner, class, weight bytes, cores, fit))
     "Why a sentence-transformers model is left out, or its runner and fit: the card's exclusions, then the modules' code."
-    category, why = exclusion(info, stack, token, max_cores, api, fit=st_fit, known=CONFIG_MAPPING_NAMES)   # its models load through transformers
+    category, why = exclusion(info, stack, token, max_cores, api, fit=st_fit, loader="transformers", known=CONFIG_MAPPING_NAMES)   # its models load through transformers
     if category: return category, why
     if reason := remote_modules(read_modules_json(info, api, token)): return "trust-remote-code", reason
     return None, why

@@ -475,7 +475,7 @@ left out. A model that leaves the list keeps the results it already has.""" # th
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #9a489c8d
 def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "The common rules, with transformers' plan as the fit: its runner, a task the runner serves, and the cores."
-    return exclusion(info, stack, token, max_cores, api, fit=runner_and_fit, known=CONFIG_MAPPING_NAMES)
+    return exclusion(info, stack, token, max_cores, api, fit=runner_and_fit, loader="transformers", known=CONFIG_MAPPING_NAMES)
 
 HERE = "neuron_support.libraries.transformers" # this folder, whose modules run.py carries
 FIRST = (f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks") # what every transformers run carries first: its facts, the load (its sharding) and transformers' own checks
