@@ -182,8 +182,10 @@ class Results:
         newest_sweep = {self.library_of[p]: p for p in self.pairs if p in self.swept}   # each library's newest pair that holds a selection
         selected = ranked & df.pair.isin(list(newest_sweep.values()))
         held = set(zip(df.library[selected], df.model_id[selected]))
-        alone = df[~df.pair.isin(self.swept) & np.array([k not in held for k in zip(df.library, df.model_id)], bool)]   # lone runs of models no selection shown holds
-        self.overview = np.sort(np.concatenate([np.flatnonzero(selected), *(latest(d) for _, d in alone.groupby("library"))]))   # the first view's rows
+        # lone runs of models no selection shown holds
+        alone = df[~df.pair.isin(self.swept) & np.array([k not in held for k in zip(df.library, df.model_id)], bool)]
+        # the first view's rows
+        self.overview = np.sort(np.concatenate([np.flatnonzero(selected), *(latest(d) for _, d in alone.groupby("library"))]))
         self.tasks = sorted(df.task.dropna().unique())
         self.devices = rows_from(df)  # the heading's "Rows from:" line
         self.runners = sorted(df.runner.dropna().unique())
@@ -330,7 +332,8 @@ def text_of(value)->str:
 def check_text(row:pd.Series)->str:
     "The output check's verdict, in words: the CPU's or the judge's, and why none ran where none did."
     said = text_of(row.get("check"))
-    if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}" + (f"; {said}" if said not in ("", "cpu") else "")   # a reference that took sdpa says so
+    # a reference that took sdpa says so
+    if text_of(row.cpu_match): return f"cpu_match: {row.cpu_match}" + (f"; {said}" if said not in ("", "cpu") else "")
     if text_of(row.english): return f"english (judge): {row.english}"
     if said.startswith(("none", "failed")): return f"no output check: {said}"
     return "no output check" if row.result != "EXCLUDED" else "not run"
@@ -435,7 +438,8 @@ def render(template:str, # a file in neuron_support/templates/
 def header_of(model_id:str, row:pd.Series, # the row the page details
               source:str="", # where the tables came from (notebook_url)
              )->dict: # the values of macros.html's model_header
-    "What a model page's heading shows: id, result, pair, task and runner, and the addresses of its notebook (page and file) and of the model on the Hub."
+    """What a model page's heading shows: id, result, pair, task and runner, and the addresses of its notebook (page and
+    file) and of the model on the Hub."""
     return dict(model_id=model_id, result=row.result, pair=row.pair, about=[v for v in (row.task, row.runner) if text_of(v)],
                 notebook=notebook_url(source, row.notebook), notebook_file=notebook_url(source, row.notebook, raw=True),
                 hub=f"{hub_url()}/{model_id}" if REPO.fullmatch(model_id) else None)
@@ -486,7 +490,8 @@ def regressions(self:Results, pair_a:str, pair_b:str, device_only:bool=False)->t
 # %% ../nbs/21_app.ipynb #5d7f17ea
 @patch
 def diff_start(self:Results)->tuple: # (From, To)
-    "The pairs the Regressions tab opens on: the newest two of one library (the newest pair's, else the next one tested that has two), else the newest pair twice."
+    """The pairs the Regressions tab opens on: the newest two of one library (the newest pair's, else the next one tested
+    that has two), else the newest pair twice."""
     for lib in dict.fromkeys(self.library_of[p] for p in reversed(self.pairs)):
         of = [p for p in self.pairs if self.library_of[p] == lib]
         if len(of) > 1: return of[-2], of[-1]
@@ -522,7 +527,8 @@ def cache_by_pair(self:Results)->pd.DataFrame: # one row per pair, newest first
     return t.assign(**{"hit rate": rate}).reset_index().rename(columns={"runs": "runs that can tell"}).astype(str)
 
 # %% ../nbs/21_app.ipynb #eb9ca725
-COLOURS = dict(zip(RESULTS, ("#16a34a", "#7f1d1d", "#dc2626", "#f97316", "#facc15", "#a855f7", "#9ca3af"), strict=True)) # each result's colour, in RESULTS' order
+# each result's colour, in RESULTS' order
+COLOURS = dict(zip(RESULTS, ("#16a34a", "#7f1d1d", "#dc2626", "#f97316", "#facc15", "#a855f7", "#9ca3af"), strict=True))
 
 @patch
 def results_by_pair(self:Results, last:int=30)->Figure:
@@ -577,7 +583,8 @@ def choices(values)->list: return [ALL, *values]
 @patch
 def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filtered
                   task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
-    "What the first view shows, library by library (selected, run alone), and how many models it leaves out, with the address of every model's latest run."
+    """What the first view shows, library by library (selected, run alone), and how many models it leaves out, with the
+    address of every model's latest run."""
     kinds = Counter(zip(self.col["library"][rows], np.isnan(self.rank[rows])))   # (library, run alone): rows
     every = self.view_rows("Downloads", task, runner, result, pair, q, library)
     return dict(pair=None if pair == LATEST else pair,
@@ -588,7 +595,8 @@ def overview_note(self:Results, rows:np.ndarray, # the first view's rows, filter
 # %% ../nbs/21_app.ipynb #7dd58a3f
 @patch
 def section_of(self:Results, view:str=OVERVIEW, task:str=ALL, runner:str=ALL, result:str=ALL, pair:str=LATEST, q:str="", library:str=ALL)->dict:
-    "The values of `models_section.html` for one view, filtered: the count, the count by result, what the first view shows, the table and each model's address."
+    """The values of `models_section.html` for one view, filtered: the count, the count by result, what the first view
+    shows, the table and each model's address."""
     rows = self.view_rows(view, task, runner, result, pair, q, library)
     t = self.view_table(rows, view)
     found, n = np.unique(self.col["result"][rows], return_counts=True) if len(rows) else ([], [])
@@ -633,7 +641,8 @@ def culprit(row:pd.Series)->str:
 
 # %% ../nbs/21_app.ipynb #0561bc56
 def damage_caught(row:pd.Series)->str:
-    "Whether a passing row's check was shown to fail on its checkpoint damaged: the damage it caught, each it missed with what it said; empty where none was tried."
+    """Whether a passing row's check was shown to fail on its checkpoint damaged: the damage it caught, each it missed with
+    what it said; empty where none was tried."""
     tried = {d: r for d in DAMAGE if (r := text_of(row.get(f"damage_{d}")))}
     caught = " and ".join(d for d, r in tried.items() if r == "FAIL(output)")
     return "; ".join([*([caught] if caught else []), *(f"not {d}: {r}" for d, r in tried.items() if r != "FAIL(output)")])
@@ -700,7 +709,8 @@ def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
 # %% ../nbs/21_app.ipynb #f3a9c2d1
 @patch
 def family_of(self:Results, architecture:str)->str: # the family (its row's model type), or "" where no row has it among its members
-    "The family whose architecture-table row answers for a checkpoint's `architecture` (timm's config names one and no model type), by the rows' `members`, the newest table first."
+    """The family whose architecture-table row answers for a checkpoint's `architecture` (timm's config names one and no
+    model type), by the rows' `members`, the newest table first."""
     for p in reversed(self.arch_pairs):
         a = self.arch[(self.arch.pair == p) & self.arch.members.notna()]
         if len(hit := a[[architecture in m.split() for m in a.members]]): return hit.model_type.iloc[0]
@@ -750,13 +760,15 @@ def remember(key:tuple, answer:tuple)->tuple: # the answer
 
 # %% ../nbs/21_app.ipynb #65dc17af
 def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_type", "architectures"}, or None; a sentence saying why there is none)
-    "The architecture a model's config.json declares on the Hub, in one short fetch, or why there is none: the Hub does not know it, hides it, or does not answer."
+    """The architecture a model's config.json declares on the Hub, in one short fetch, or why there is none: the Hub does
+    not know it, hides it, or does not answer."""
     endpoint = hub_url()
     if len(model_id) > 2 * 96 + 1 or not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id[:200]} is not a Hub model id (ORG/NAME)"
     if (key := (endpoint, model_id)) in CONFIGS: CONFIGS.move_to_end(key); return CONFIGS[key]
     try: status, headers, body = hub_fetch(f"{endpoint}/{quote(model_id)}/resolve/main/config.json")
     except NotFollowed as e: return None, f"the Hub ({endpoint}) sends its config.json to another host ({str(e)[:100]}), which the app does not follow, so its architecture is not known here"
-    except Exception: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"   # any failure of the fetch
+    # any failure of the fetch
+    except Exception: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"
     code = headers.get("x-error-code", "")
     if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
     elif code == "RepoNotFound" or status == 404 and code != "EntryNotFound": answer = None, f"the Hub ({endpoint}) does not know {model_id}"
@@ -772,16 +784,19 @@ def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_t
 
 # %% ../nbs/21_app.ipynb #293c822a
 def declared(config:dict)->tuple: # (model_type or "", class or None)
-    "The architecture a config.json declares: its model_type and its first class (or timm's `architecture`, which has no model type), as printable text of a sane length (the file is untrusted)."
+    """The architecture a config.json declares: its model_type and its first class (or timm's `architecture`, which has no
+    model type), as printable text of a sane length (the file is untrusted)."""
     mt, archs = config.get("model_type"), config.get("architectures")
     cls = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    if cls is None and isinstance(config.get("architecture"), str): cls = config["architecture"]   # a timm checkpoint's: its family is the architecture table's to say
+    # a timm checkpoint's: its family is the architecture table's to say
+    if cls is None and isinstance(config.get("architecture"), str): cls = config["architecture"]
     return (printable(mt)[:100] if isinstance(mt, str) else ""), (printable(cls)[:100] if cls else None)
 
 # %% ../nbs/21_app.ipynb #fa520a52
 @patch
 def untested(self:Results, model_id:str)->dict: # the values of model.html's part for a model no table holds
-    "What the dataset says of a model it does not hold: its architecture's rows here and how the tested checkpoints of its type fared, from its config.json on the Hub."
+    """What the dataset says of a model it does not hold: its architecture's rows here and how the tested checkpoints of
+    its type fared, from its config.json on the Hub."""
     cfg, why = hub_config(model_id)
     if cfg is None: return dict(why=why)
     mt, cls = declared(cfg)
@@ -797,7 +812,8 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
 
 # %% ../nbs/21_app.ipynb #d4699a94
 FIELD_SHOWN = 4000 # characters of a long text field the model page shows; the rest is a link away
-FIELDS = {"notes": "notes", "error": "error", "cpu-eager": "cpu_eager", "graph-breaks": "graph_break"} # the details whose whole text the app gives: {id on the page: column}
+# the details whose whole text the app gives: {id on the page: column}
+FIELDS = {"notes": "notes", "error": "error", "cpu-eager": "cpu_eager", "graph-breaks": "graph_break"}
 
 def field_link(model_id:str, pair:str, name:str)->str:
     "The address of one field's whole text: a row's, by model, pair and the field's id on the page."
@@ -920,7 +936,8 @@ def compiler_view(self:Results)->"gr.Blocks":
                     start = self.diff_start()
                     a = gr.Dropdown(self.pairs[::-1], value=start[0], label="From pair", elem_id="pair-a")
                     b = gr.Dropdown(self.pairs[::-1], value=start[1], label="To pair", elem_id="pair-b")
-                table, sentence = self.regressions(*start)   # each tab's start is in the page: filled by a load event, it could land after the user's choice
+                # each tab's start is in the page: filled by a load event, it could land after the user's choice
+                table, sentence = self.regressions(*start)
                 note = gr.HTML(sentence, elem_id="diff-note")
                 diffs = gr.Dataframe(table, datatype="str", interactive=False, wrap=True, elem_id="diff")
             with gr.Tab("Failure causes", id="failures"):
@@ -1047,7 +1064,8 @@ def load_results(data:str=DEFAULT_DATA, # a dataset folder or hf://datasets/ORG/
                 )->Results:
     "The dataset's tables and architecture tables, in memory, with the runs' pictures listed, and the Hub's popularity figures when it answers."
     arch = load_architectures(data)
-    df = load_tables(data, required=not len(arch))   # an architecture table alone is a dataset too: its pages, and the answer for any model, have something to show
+    # an architecture table alone is a dataset too: its pages, and the answer for any model, have something to show
+    df = load_tables(data, required=not len(arch))
     pop = popularity_or_none(sorted(df.task.dropna().unique()), sorted(df.library.dropna().unique())) if wants_popularity(data, popularity) else None
     return Results(df, pop, source=str(data), pictures=picture_files(data), architectures=arch)
 

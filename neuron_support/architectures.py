@@ -72,7 +72,8 @@ def entry_columns(entry:dict, stack:Stack)->dict:
 
 # %% ../nbs/24_architectures.ipynb #a7c3e915
 def with_members(table:pd.DataFrame, manifest:list)->pd.DataFrame:
-    "The table with each family's members as this build names them: a row its run left unchanged, written before (or by a library version with fewer), gets them too."
+    """The table with each family's members as this build names them: a row its run left unchanged, written before (or by a
+    library version with fewer), gets them too."""
     members = {(e["model_type"], e["class"]): members_text(e) for e in manifest if e.get("members")}
     if not members or not len(table): return table
     return table.assign(members=[members.get((mt, c), m) for mt, c, m in zip(table.model_type, table["class"], table.members)])
@@ -81,7 +82,8 @@ def with_members(table:pd.DataFrame, manifest:list)->pd.DataFrame:
 def built_since(folder, # a checkpoint's folder
                 when, # a run's time (its row's tested_at)
                )->bool:
-    "Whether a file of the checkpoint is newer than the run: the builder made it again since (the same sizes, so the same run.py, with another config or tokenizer)."
+    """Whether a file of the checkpoint is newer than the run: the builder made it again since (the same sizes, so the same
+    run.py, with another config or tokenizer)."""
     at = pd.Timestamp(when).tz_localize("UTC") if pd.Timestamp(when).tzinfo is None else pd.Timestamp(when)
     return any(pd.Timestamp(p.stat().st_mtime, unit="s", tz="UTC") > at for p in Path(folder).iterdir() if p.is_file())
 
@@ -91,10 +93,12 @@ def plan_entry(entry:dict, # a manifest entry
                time_limit:float, # seconds a run gets
                old:dict, # {(model_type, class): row} of the pair's table
               )->tuple: # (SweepItem or None, a row or None): an item to sweep, or the row that says why there is none
-    "The sweep item of a built checkpoint (`skip` when its run.py is the one its row ran, on the checkpoint as it was then), or the SKIP or EXCLUDED row of one that cannot run."
+    """The sweep item of a built checkpoint (`skip` when its run.py is the one its row ran, on the checkpoint as it was
+    then), or the SKIP or EXCLUDED row of one that cannot run."""
     base = entry_columns(entry, stack)
     if "skip" in entry: return None, {**base, "result": "SKIP", "notes": entry["skip"], "tested_at": utc_now()}
-    if "excluded" in entry: return None, {**base, "result": "EXCLUDED", "notes": entry["excluded"], "tested_at": utc_now()}   # a class no runner serves, not built: the library says so
+    # a class no runner serves, not built: the library says so
+    if "excluded" in entry: return None, {**base, "result": "EXCLUDED", "notes": entry["excluded"], "tested_at": utc_now()}
     try: plan = make_plan(entry["folder"], stack, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS)
     except UsageError as e: return None, {**base, "result": "EXCLUDED", "notes": str(e)[:300], "tested_at": utc_now()}
     last = old.get((entry["model_type"], entry["class"]))
@@ -105,7 +109,8 @@ def plan_entry(entry:dict, # a manifest entry
 
 # %% ../nbs/24_architectures.ipynb #e9af3588
 def cpu_fails_too(cpu_eager)->bool:
-    "Whether a row's `cpu_eager` names the CPU's own failure: an error of its eager call, or an output its eager bf16 call spoils too (a check's NaN); not `ok`, empty or missing."
+    """Whether a row's `cpu_eager` names the CPU's own failure: an error of its eager call, or an output its eager bf16
+    call spoils too (a check's NaN); not `ok`, empty or missing."""
     return isinstance(cpu_eager, str) and cpu_eager not in ("", "ok")
 
 # %% ../nbs/24_architectures.ipynb #adba0546
@@ -117,7 +122,8 @@ def culprit(run:dict, # a run's row
     result = str(run.get("result") or "")
     if not result.startswith("FAIL"): return None
     if outcome.get("culprit") == "harness": return "harness"   # the check itself raised: nothing was compared (`guarded_check`)
-    if outcome.get("cpu_kernel"): return "cpu-kernel" if run.get("device") == "cpu" else "device"   # the CPU's bf16 misread by its own kernel: on the CPU the failure is that kernel's; a device's is its own
+    # the CPU's bf16 misread by its own kernel: on the CPU the failure is that kernel's; a device's is its own
+    if outcome.get("cpu_kernel"): return "cpu-kernel" if run.get("device") == "cpu" else "device"
     shared = cpu_fails_too(run.get("cpu_eager"))
     if run.get("cpu_eager") == "ok" or result == "FAIL(output)" and not shared: return "device"
     if not shared: return "undetermined"
@@ -195,7 +201,8 @@ def check_wider(rows:list, # the architecture rows this invocation made
 
 # %% ../nbs/24_architectures.ipynb #24ec1be4
 def damage_result(run:dict|None)->str|None:
-    "A damaged run's result as the table holds it (`damage_noise`, `damage_swap`): its result, and what the check said where the damage passed; None where it did not run."
+    """A damaged run's result as the table holds it (`damage_noise`, `damage_swap`): its result, and what the check said
+    where the damage passed; None where it did not run."""
     if not run: return None
     return f"PASS {run.get('cpu_match') or ''}".strip() if run.get("result") == "PASS" else run.get("result")
 
@@ -213,14 +220,16 @@ def check_damage(table:pd.DataFrame, # the pair's architecture table, this invoc
                  manifest:list, stack:Stack, work:Path, pair:str, say, # the entries, the stack, the runs' folder, the pair, progress
                  **sweep_args, # sweep()'s: time_limit, address, slots, stream
                 )->list: # the rows that got damaged runs, with their results
-    "Each passing row's checkpoint run damaged by each of `DAMAGE`, on the sweep's machinery: the rows with `damage_noise` and `damage_swap` filled in."
+    """Each passing row's checkpoint run damaged by each of `DAMAGE`, on the sweep's machinery: the rows with
+    `damage_noise` and `damage_swap` filled in."""
     todo = undamaged(table, manifest)
     if not todo: return []
     say(f"{len(todo)} passing: running each again damaged ({' and '.join(DAMAGE)}), to show that its check fails on a wrong output")
     items = {k: plan_entry(e, stack, sweep_args["time_limit"], {})[0] for k, e in todo.items()}
     rows = {k: r for r in table.to_dict("records") if (k := (r["model_type"], r["class"])) in todo}
     for d in DAMAGE:
-        folder, since = work / f"damaged-{d}", pd.Timestamp.now(tz="UTC").floor("s")   # to the second, as a run's tested_at is written: a run started this second is this sweep's
+        # to the second, as a run's tested_at is written: a run started this second is this sweep's
+        folder, since = work / f"damaged-{d}", pd.Timestamp.now(tz="UTC").floor("s")
         with environment(HF_HUB_OFFLINE="1"):
             sweep(max_runs=len(items), items=list(items.values()), out_dir=folder, stack=stack, parameters={**PARAMETERS, "perturb": d}, prefetch_gb=0,
                   report=False, names={i.model_id: f"{mt}:{c} ({d})" for (mt, c), i in items.items()}, **sweep_args)
@@ -232,7 +241,8 @@ def check_damage(table:pd.DataFrame, # the pair's architecture table, this invoc
 
 # %% ../nbs/24_architectures.ipynb #9d5ff5fc
 def harness_failures(table:pd.DataFrame)->pd.DataFrame:
-    "The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute, and those whose check raised anywhere: the harness's own failures (none expected)."
+    """The FAIL rows run on the CPU whose call the CPU ran eagerly, or whose output the CPU's eager call did not compute,
+    and those whose check raised anywhere: the harness's own failures (none expected)."""
     shared = table.cpu_eager.map(cpu_fails_too).astype(bool)   # an output the CPU's eager bf16 call spoils too is the CPU's
     cpu = (table.result.str.startswith("FAIL") & (table.cpu_eager == "ok") | (table.result == "FAIL(output)") & ~shared) & (table.device == "cpu")
     return table[cpu | (table.culprit == "harness")]
@@ -309,7 +319,8 @@ def architectures(library:str, # the library whose architectures run
         elif not unchanged(row, old): rows.append(row)
     todo = sum(i.decision == "run" for i in items)
     say(f"{len(manifest)} architecture{'s' * (len(manifest) != 1)}: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
-    with ends_whole(), one_ray():   # one Ray for the runs and the wider checks' runs, started once and ended with this command's processes, as a sweep over libraries does
+    # one Ray for the runs and the wider checks' runs, started once and ended with this command's processes, as a sweep over libraries does
+    with ends_whole(), one_ray():
         try:
             if todo:
                 with environment(HF_HUB_OFFLINE="1"):   # every checkpoint is a local folder: nothing to ask a Hub

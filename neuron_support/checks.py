@@ -175,7 +175,8 @@ def labels_moved(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities over 
                  lp16_row:torch.Tensor, # the CPU's bf16 ones
                  lpdev_row:torch.Tensor, # the device's
                 )->tuple: # (how far the device moves the labels against each other, nats; what is allowed)
-    "How far the device moves a single-prediction head's likeliest labels (fp32's and its own) against each other, and the allowance: SCORE_MAX_DISTANCE, or twice what bf16 moves the same labels."
+    """How far the device moves a single-prediction head's likeliest labels (fp32's and its own) against each other, and
+    the allowance: SCORE_MAX_DISTANCE, or twice what bf16 moves the same labels."""
     mine = lpdev_row.float().topk(min(NEAR_TIE_CONTENDERS, len(lpdev_row))).indices.tolist()
     return bf16_drift(lp32_row, lpdev_row, mine), max(SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR * bf16_drift(lp32_row, lp16_row, mine))
 
@@ -195,7 +196,8 @@ def top_k(logits:torch.Tensor, id2label:dict|None, k:int=TOP_K)->list: # [(label
 
 # %% ../nbs/09_checks.ipynb #a6bffc64
 def top_k_shared(logits32:torch.Tensor, logits16:torch.Tensor, logits_dev:torch.Tensor, k:int=TOP_K)->int:
-    "How many of the device's top k labels fp32 holds in its top k, or within a near-tie of its k-th that bf16 could cause (at a tie, which labels make the top k is arbitrary)."
+    """How many of the device's top k labels fp32 holds in its top k, or within a near-tie of its k-th that bf16 could
+    cause (at a tie, which labels make the top k is arbitrary)."""
     lp, lp16 = logits32.float().log_softmax(-1), logits16.float().log_softmax(-1)
     top, kth = logits_dev.topk(k).indices.tolist(), float(lp.topk(k).values[-1])
     allowed = tie_allowance(bf16_drift(lp, lp16, top))
@@ -203,7 +205,8 @@ def top_k_shared(logits32:torch.Tensor, logits16:torch.Tensor, logits_dev:torch.
 
 # %% ../nbs/09_checks.ipynb #0195c0aa
 def topk_text(ranking:list)->str:
-    "`tabby 0.62; tiger cat 0.20; ...`: a top-k list in a line, each label by its first name (ImageNet's hold synonyms after a comma: `tabby, tabby cat`)."
+    """`tabby 0.62; tiger cat 0.20; ...`: a top-k list in a line, each label by its first name (ImageNet's hold synonyms
+    after a comma: `tabby, tabby cat`)."""
     return "; ".join(f"{str(l).split(', ')[0]} {p:.2f}" for l, p in ranking)
 
 # %% ../nbs/09_checks.ipynb #35046137
@@ -212,7 +215,8 @@ def check_classifier(ref:dict, # {"fp32": {"logits": [labels]}, "bf16": {...}}: 
                      id2label:dict|None, # the labels' names
                      device:str="device", # what the prediction calls the device
                     )->dict: # ok, cpu_match, prediction
-    "An image classifier: the top label by the encoders' rule, the top five sharing at least four labels with fp32's, and the labels moved no further than a score may be (`labels_moved`)."
+    """An image classifier: the top label by the encoders' rule, the top five sharing at least four labels with fp32's, and
+    the labels moved no further than a score may be (`labels_moved`)."""
     r32, r16, d = (t.detach().float().cpu().reshape(-1) for t in (ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"]))
     if d.shape != r32.shape: return {"ok": False, "cpu_match": f"N output shape {list(d.shape)} vs {list(r32.shape)}", "prediction": ""}
     if bool(torch.isnan(d).any()): return {"ok": False, "cpu_match": "N the device output has NaNs", "prediction": ""}

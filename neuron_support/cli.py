@@ -17,7 +17,8 @@ from .facts import MAX_CORES
 def add_stack_options(p:argparse.ArgumentParser, several_libraries:bool=False):
     "The options that choose the stack, shared by every subcommand that runs a model; a sweep may take several libraries."
     if several_libraries: p.add_argument("--library", nargs="+", metavar="LIBRARY", help="sweep these libraries' lists, one after the other (default: every library: " + ", ".join(known_libraries()) + ")")
-    else: p.add_argument("--library", default="transformers", help="the library that loads and runs the model: " + ", ".join(known_libraries()) + " (default: transformers)")
+    else: p.add_argument("--library", default=known_libraries()[0],
+                         help=f"the library that loads and runs the model: {', '.join(known_libraries())} (default: {known_libraries()[0]}, the registry's first)")
     p.add_argument("--device", choices=("neuron", "cuda", "cpu"), help="run on this device (default: the best one found)")
     p.add_argument("--backend", help="torch.compile backend (default: neuron, inductor on cuda, aot_eager on cpu)")
     p.add_argument("--core-gb", type=limit_number("--core-gb"), help=f"memory of one core in GiB, at most {LIMITS['--core-gb']:,} (default: the device's; on the CPU $NEURON_SUPPORT_CORE_GB or 8)")
@@ -32,7 +33,8 @@ def limit_number(flag:str, # the option, for the message and its maximum (LIMITS
                  zero:bool=False, # 0 is taken (where it means something: run no model)
                  what:str="", # the values taken, in words (default: from the bounds)
                 ): # argparse's `type`: the option's text -> its number
-    "A parser of a numeric option: a finite number, positive (or 0 where `zero`), at most the option's maximum; else argparse's error, naming the option."
+    """A parser of a numeric option: a finite number, positive (or 0 where `zero`), at most the option's maximum; else
+    argparse's error, naming the option."""
     most = LIMITS[flag]
     what = what or f"{'0 or more' if zero else 'positive'}{', a whole number' if whole else ''}, at most {most:,}"
     def parse(text:str):

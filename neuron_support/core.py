@@ -53,14 +53,16 @@ def init_rank(plan:dict, rank:int, port:int)->str: # the torch device of this ra
 
 # %% ../nbs/08_core.ipynb #80d7abdb
 def perturb_weights(model, how:str):
-    "Damage the loaded weights on purpose (test hook): 'noise' on every weight, or 'swap' every weight matrix and kernel (the embeddings aside) flipped along its outputs; '' leaves them alone."
+    """Damage the loaded weights on purpose (test hook): 'noise' on every weight, or 'swap' every weight matrix and kernel
+    (the embeddings aside) flipped along its outputs; '' leaves them alone."""
     if not how: return
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if how == "noise" and p.is_floating_point() and p.numel() > 1:
                 p.add_((torch.randn(p.shape, generator=g) * p.float().std().cpu()).to(p.dtype).to(p.device))
-            elif how == "swap" and p.dim() >= 2 and "embed" not in name:   # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
+            # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
+            elif how == "swap" and p.dim() >= 2 and "embed" not in name:
                 p.copy_(p.flip(0))
 
 # %% ../nbs/08_core.ipynb #5061051f
@@ -138,7 +140,8 @@ def synchronize(device:str):
 
 # %% ../nbs/08_core.ipynb #980e11f3
 def peak_memory_gb(device:str)->float:
-    "Peak memory of this rank, GiB: the device allocator's peak of tensors (not the compiled code, scratchpad or DMA rings), or on the CPU the process's peak resident set."
+    """Peak memory of this rank, GiB: the device allocator's peak of tensors (not the compiled code, scratchpad or DMA
+    rings), or on the CPU the process's peak resident set."""
     synchronize(device)
     if device.startswith("cuda"): return torch.cuda.max_memory_allocated() / 2**30
     if device == "neuron": return torch.neuron.max_memory_allocated() / 2**30
@@ -196,7 +199,8 @@ def rank_main(rank:int, port:int, plan:dict, path:str, runner, conn):
     except BaseException as e:
         out = {"phase": state["phase"], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
                "graph_break": graph_break_reason(e)}
-        if memory_error(e) and (gb := plan.get("memory_gb", {}).get("rank")): out |= {"phase": "memory", "error": memory_note(gb, e)}   # FAIL(other), the limit named
+        # FAIL(other), the limit named
+        if memory_error(e) and (gb := plan.get("memory_gb", {}).get("rank")): out |= {"phase": "memory", "error": memory_note(gb, e)}
         elif fault := fault_of(e): out["fault"] = fault   # the disk, the Hub, the network: no verdict on the model (faults notebook)
     try: out["peak_gb"], out["reserved_gb"] = peak_memory_gb(device), reserved_memory_gb(device)
     except Exception: out["peak_gb"] = out["reserved_gb"] = None
@@ -323,7 +327,8 @@ def installed(name:str)->bool:
 def missing_packages(message:str,
                      tables:tuple=(), # the library's dependency tables (`RunHooks.dependency_tables`): none, no package
                     )->list: # pip names from the libraries' tables, sorted
-    "The packages an error asks for (`pip install X`, 'requires the X library'), kept only where a library's table names them and they are not installed."
+    """The packages an error asks for (`pip install X`, 'requires the X library'), kept only where a library's table names
+    them and they are not installed."""
     words = set()
     for m in re.findall(r"pip install ([^`'\"\n]+)", message or ""):
         words |= {w for w in m.replace(",", " ").split() if not w.startswith("-")}
@@ -365,7 +370,8 @@ def limit_memory(gb:float|None, # GiB; None or 0: no limit
     except (ValueError, OSError, AttributeError): return False   # a platform without it: no limit
 
 # %% ../nbs/08_core.ipynb #3c22a5aa
-HOST_ALLOCATION = ("can't allocate memory", "Cannot allocate memory", "std::bad_alloc") # what torch, the C library and C++ say when the host refuses memory
+# what torch, the C library and C++ say when the host refuses memory
+HOST_ALLOCATION = ("can't allocate memory", "Cannot allocate memory", "std::bad_alloc")
 
 # %% ../nbs/08_core.ipynb #3187b391
 def memory_error(e:BaseException)->bool:
@@ -379,7 +385,8 @@ def memory_note(gb:float, # the limit the process ran under
     return f"exceeded its memory limit of {gb:g} GiB: {type(e).__name__}: {e}"
 
 # %% ../nbs/08_core.ipynb #48a73e63
-READ_WHOLE = ("*.json", "*.txt", "*.model", "*.tiktoken", "*.jinja", "*.vocab") # the kinds of a checkpoint's file a run reads whole (its weights aside)
+# the kinds of a checkpoint's file a run reads whole (its weights aside)
+READ_WHOLE = ("*.json", "*.txt", "*.model", "*.tiktoken", "*.jinja", "*.vocab")
 FILE_LIMIT = 256 * 2**20 # the largest of them a run reads: a large tokenizer.json is tens of MB
 
 def oversized_files(path:str, # the checkpoint's folder
@@ -410,7 +417,8 @@ def reference_key(plan:dict, path:str,
     return {"model_id": plan["model_id"], "revision": plan["revision"] or folder_stamp(path), "torch": torch.__version__.split("+")[0], **versions}
 
 # %% ../nbs/08_core.ipynb #28733365
-CARD = {"card": "the card's settings"} # the settings every run takes first; a library's hooks name the others (`RunHooks.settings`, `RunHooks.probes`)
+# the settings every run takes first; a library's hooks name the others (`RunHooks.settings`, `RunHooks.probes`)
+CARD = {"card": "the card's settings"}
 
 # %% ../nbs/08_core.ipynb #615203a1
 LAUNCH_FAILS = tuple(map(failure, ("load", "gen", "forward"))) # the failures a launch can have that the CPU can repeat
@@ -455,7 +463,8 @@ def whose_failure(plan:dict, path:str, runner, deadline:float,
                   first:dict, # the device attempt that failed
                   hooks:RunHooks=RunHooks(), # the library's: the settings a generation may fall back to, and the probes
                  )->dict: # the attempt that stands, with "settings" and "cpu_eager" ("ok", or the CPU's error)
-    "After a device failure: whether the CPU runs it eagerly; where it refuses the card's settings, the device run with the closest it accepts, or whether the library's own settings run (`cpu_defaults`)."
+    """After a device failure: whether the CPU runs it eagerly; where it refuses the card's settings, the device run with
+    the closest it accepts, or whether the library's own settings run (`cpu_defaults`)."""
     say(f"{first['result']}: {first_line(failure_message(first), 160)}")
     cpu = eager_attempt(plan, path, runner, deadline)
     if cpu["result"] == "PASS":
@@ -512,11 +521,13 @@ def resolve_checkpoint(plan:dict,
     if folder: return folder
     if os.path.isdir(plan["model_id"]): return plan["model_id"]
     if huggingface_hub.constants.HF_HUB_OFFLINE: return snapshot_download(plan["model_id"], revision=plan["revision"] or None)  # the cached snapshot
-    files = hub_retries(lambda: list_repo_files(plan["model_id"], revision=plan["revision"] or None), say)   # the Hub's 503, its 429 past huggingface_hub's own tries: waited for
+    # the Hub's 503, its 429 past huggingface_hub's own tries: waited for
+    files = hub_retries(lambda: list_repo_files(plan["model_id"], revision=plan["revision"] or None), say)
     return hub_retries(lambda: snapshot_download(plan["model_id"], revision=plan["revision"] or None, ignore_patterns=ignored_files(files)), say)
 
 # %% ../nbs/08_core.ipynb #a4e68356
-WARM_LIMIT = 60 # seconds the warm-up may take: a config that makes more of it (one that lies about its size) is left to the rank's load, under the run's time limit
+# seconds the warm-up may take: a config that makes more of it (one that lies about its size) is left to the rank's load, under the run's time limit
+WARM_LIMIT = 60
 WARM_REPEAT = 0.5 # seconds between the timer's later rings, should code under the warm-up swallow one
 
 def warm_model_code(plan:dict, path:str,
@@ -549,7 +560,8 @@ HARNESS = "harness" # the culprit of a check that raised for a reason of its own
 def guarded_check(check, # the library's check of the plan's runner
                   plan:dict, path:str, out:dict, cache_dir, # what the check is given
                  )->dict: # the check's verdict; where it raised, "could not run" (ok) or the harness's failure (`harness`: the error)
-    "The library's check of a run's output; where it raised, the card's \"could not run\" if the CPU could not hold its reference within run.py's memory limit, else the harness's failure."
+    """The library's check of a run's output; where it raised, the card's \"could not run\" if the CPU could not hold its
+    reference within run.py's memory limit, else the harness's failure."""
     try: return check(plan, path, out, cache_dir)
     except Exception as e:
         msg = f"{type(e).__name__}: {e}".rstrip(": ")
@@ -562,7 +574,8 @@ def guarded_check(check, # the library's check of the plan's runner
 
 # %% ../nbs/08_core.ipynb #404df0b6
 def faulted(fault:dict|None)->dict:
-    "The outcome's fields of a run the infrastructure ended (`fault_of`): what failed and how long the Hub asked to wait; none where the run was the model's."
+    """The outcome's fields of a run the infrastructure ended (`fault_of`): what failed and how long the Hub asked to wait;
+    none where the run was the model's."""
     return {"fault": fault["fault"], "retry_after": fault.get("retry_after")} if fault else {}
 
 # %% ../nbs/08_core.ipynb #2e99fe6c
@@ -585,7 +598,8 @@ def run_plan(plan:dict,
     try: path = resolve_checkpoint(plan, checkpoint)
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
-        fault = fault_of(e) or ({"fault": "Hub unreachable", "retry_after": None} if hub == "unreachable" else None)   # what the cache lacks, the Hub could not give
+        # what the cache lacks, the Hub could not give
+        fault = fault_of(e) or ({"fault": "Hub unreachable", "retry_after": None} if hub == "unreachable" else None)
         return {**res, "result": failure("load"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3), **faulted(fault)}
     if big := oversized_files(path):   # refused before anything reads them
         msg = oversized_note(big)
@@ -597,7 +611,8 @@ def run_plan(plan:dict,
     runner = runners[plan["runner"]]
     warm_model_code(plan, path, hooks.warm)   # once, here: the forked ranks and the CPU reference find the model's code imported
     launch = device_attempt(plan, path, runner, deadline)
-    if launch["result"] in LAUNCH_FAILS and not launch["failed"].get("fault"): launch = whose_failure(plan, path, runner, deadline, launch, hooks)   # a fault: no CPU run tells whose it is
+    # a fault: no CPU run tells whose it is
+    if launch["result"] in LAUNCH_FAILS and not launch["failed"].get("fault"): launch = whose_failure(plan, path, runner, deadline, launch, hooks)
     plan, settings = launch["plan"], launch.get("settings", "card")  # the plan that stands: its settings, whole or with graph breaks
     setting_note = ((f"({plan['note']}) " if plan.get("note") else "")   # what every row of this run says first: how the plan read the checkpoint,
                     + ("" if settings == "card" else f"({hooks.settings[settings]}: the CPU refuses the card's for this model) "))   # and the settings it took
@@ -623,7 +638,8 @@ def run_plan(plan:dict,
         return {**res, "result": failure("other"), "culprit": HARNESS, "check": chk["check"], "error": chk["harness"], "wall_s": round(time.time() - start, 3),
                 "notes": "the output check failed on its own (the harness's error, not the model's): " + first_line(chk["harness"])}
     res.update({k: chk[k] for k in ("cpu_match", "english", "check", "reference_cached", "steps")}, details=chk.get("details") or {})
-    if chk.get("cpu_eager"):   # the check saw the CPU's own eager bf16 call spoil the output too (NaN, a kernel's misread): the CPU's failure, not the device's
+    # the check saw the CPU's own eager bf16 call spoil the output too (NaN, a kernel's misread): the CPU's failure, not the device's
+    if chk.get("cpu_eager"):
         res["cpu_eager"] = chk["cpu_eager"]
         say(f"the CPU fails too ({first_line(chk['cpu_eager'], 160)})")
     if chk.get("cpu_kernel"): res["cpu_kernel"] = chk["cpu_kernel"]   # ...and which of the CPU's own kernels misread it (`KernelWatch`)
@@ -654,7 +670,8 @@ def main(plan:dict, # run.py's PLAN
     images = a.images or here
     cache = a.reference_cache or os.path.join(os.environ.get("NEURON_SUPPORT_CACHE") or os.path.expanduser("~/.cache/neuron-support"), "references")
     huggingface_hub.utils.disable_progress_bars()  # the run's own lines say what happens (a library's carried module quiets its own bars)
-    outcome = run_plan({**plan, "rank_start": "fork"}, runners, checks, cache, images, checkpoint, hooks)   # the ranks fork from run.py (see launch_ranks)
+    # the ranks fork from run.py (see launch_ranks)
+    outcome = run_plan({**plan, "rank_start": "fork"}, runners, checks, cache, images, checkpoint, hooks)
     if outcome.get("traceback"): print(outcome["traceback"], file=sys.stderr)
     print(f"{outcome['result']}: {outcome.get('notes') or outcome.get('cpu_match') or ''}", file=sys.stderr)
     sys.stderr.flush()

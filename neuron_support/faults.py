@@ -21,7 +21,8 @@ def exception_chain(e:BaseException|None)->list:
     return chain
 
 # %% ../nbs/07b_faults.ipynb #f1de13a6
-NETWORK_CLASSES = ("TransportError", "ConnectionError", "Timeout") # httpx's transport errors, and requests' connection errors, by the name of a base class
+# httpx's transport errors, and requests' connection errors, by the name of a base class
+NETWORK_CLASSES = ("TransportError", "ConnectionError", "Timeout")
 
 def network_error(e:BaseException)->bool:
     "Whether an exception is a connection that failed: refused, reset, timed out, or a name that does not resolve."

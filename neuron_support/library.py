@@ -38,7 +38,8 @@ class Library:
         return self.version() if self.version else package_version(self.name)
 
     def carried_for(self, runner:str|None=None)->tuple:
-        "The modules a run of `runner` carries, in order: its own where the library gives them, else the library's; the last declares RUNNERS, CHECKS and HOOKS."
+        """The modules a run of `runner` carries, in order: its own where the library gives them, else the library's; the
+        last declares RUNNERS, CHECKS and HOOKS."""
         modules = self.runner_modules.get(runner, self.carried)
         return (modules,) if isinstance(modules, str) else tuple(modules)
 

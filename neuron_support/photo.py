@@ -30,7 +30,8 @@ def photo_tensor()->torch.Tensor: # [3, H, W] in 0..1, as the core saves picture
 
 # %% ../nbs/09b_photo.ipynb #76ed4e26
 def label_font(size:int): # a PIL font
-    "PIL's own font at `size` pixels, for words drawn on a picture (a box's label, a caption): its scalable one where Pillow has FreeType, else its small fixed one."
+    """PIL's own font at `size` pixels, for words drawn on a picture (a box's label, a caption): its scalable one where
+    Pillow has FreeType, else its small fixed one."""
     from PIL import ImageFont
     try: return ImageFont.load_default(size=size)
     except (TypeError, ImportError, OSError): return ImageFont.load_default()

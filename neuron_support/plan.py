@@ -77,7 +77,8 @@ def memory_limits(cores:int, # the run's cores
                   core_gb:float, # GiB of one core
                   margin:float=FIT_MARGIN, # the fit's margin
                  )->dict: # {"rank": GiB each rank may take, "run.py": GiB run.py may take}
-    "The host memory a run's processes may take: a rank, its core's capacity with the margin; run.py, its ranks' in fp32 (the CPU reference); each with the stack's own."
+    """The host memory a run's processes may take: a rank, its core's capacity with the margin; run.py, its ranks' in fp32
+    (the CPU reference); each with the stack's own."""
     share = core_gb * (1 + margin)
     return {"rank": round(share + STACK_GB, 1), "run.py": round(2 * cores * share + STACK_GB, 1)}
 
@@ -177,7 +178,8 @@ LOCAL = "local:" # how a local checkpoint's name begins (no Hub id holds a colon
 
 def checkpoint_name(model_id:str, # a plan's model id: a Hub id, or a local folder's absolute path (as model_source gives it)
                    )->str: # the name its row, its run.py and its run's folder use
-    "A Hub id as it is; a local folder as `local:<its name as one line>-<8 hex digits of its path's hash>`: stable, one line of data, and telling nothing of this machine's folders."
+    """A Hub id as it is; a local folder as `local:<its name as one line>-<8 hex digits of its path's hash>`: stable, one
+    line of data, and telling nothing of this machine's folders."""
     if not Path(model_id).is_absolute(): return model_id
     folder = Path(model_id).resolve()   # the same folder by any of its paths
     return f"{LOCAL}{one_line(folder.name)}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"

@@ -128,7 +128,8 @@ def error_signature(message:str, # the full exception message
 
 # %% ../nbs/17_publish.ipynb #p8a00002
 STACK_COLUMNS = VERSION_COLUMNS # the stack's version columns of a row
-VERBATIM_COLUMNS = ("model_id", "run_py") # text columns kept byte for byte: the key (a Hub id, or `checkpoint_name`'s one line), and the script that ran
+# text columns kept byte for byte: the key (a Hub id, or `checkpoint_name`'s one line), and the script that ran
+VERBATIM_COLUMNS = ("model_id", "run_py")
 LINES_COLUMNS = ("error",) # text columns that keep their lines: the whole message, its traceback
 
 # %% ../nbs/17_publish.ipynb #55e30291
@@ -151,7 +152,8 @@ def table_row(model_id:str, # the model
               stack:Stack|None=None, # the stack it ran on (None: the caller gives those columns)
               **columns, # any other column
              )->dict: # every column of the table, in order
-    "One row of the table: the stack's columns, then the given ones; the rest empty; text as the table holds it (`row_text`); an error's signature derived."
+    """One row of the table: the stack's columns, then the given ones; the rest empty; text as the table holds it
+    (`row_text`); an error's signature derived."""
     if unknown := sorted(set(columns) - set(COLUMNS)): raise ValueError(f"not a column of the table: {unknown[0]!r}")
     if result not in RESULTS: raise ValueError(f"not a result: {result!r} (expected one of {', '.join(RESULTS)})")
     row = dict.fromkeys(COLUMNS) | (stack_columns(stack) if stack else {}) | {"model_id": model_id, "result": result} | columns
@@ -203,7 +205,8 @@ def demo_rows(pair:str, # the pair the rows belong to
               results:dict, # {model_id: result}
               ranks:tuple=(), # model ids of the sweep's selection, in rank order
              )->list:
-    "Synthetic rows of one sweep, with tasks, cores, memory and runners (the pair's library's first, every fourth model its second) that vary by model."
+    """Synthetic rows of one sweep, with tasks, cores, memory and runners (the pair's library's first, every fourth model
+    its second) that vary by model."""
     tasks, runners = ["text-generation", "image-text-to-text", "fill-mask", "translation"], library_runners(pair_library(pair))
     rows = []
     for i, (m, r) in enumerate(results.items()):
@@ -217,7 +220,8 @@ def demo_rows(pair:str, # the pair the rows belong to
 def scrub_table(t:pd.DataFrame, # a pair's table, or an architecture table
                 folders:dict|None=None, # machine_folders() (None: asked now)
                )->pd.DataFrame: # the same rows, their text scrubbed
-    "A table whose text columns, but the key and the script, name no folder of this machine (`scrub_paths`): rows written before the rule, or on another machine, are published clean too."
+    """A table whose text columns, but the key and the script, name no folder of this machine (`scrub_paths`): rows written
+    before the rule, or on another machine, are published clean too."""
     folders = machine_folders() if folders is None else folders
     text = [c for c in t.columns if c not in VERBATIM_COLUMNS and pd.api.types.is_string_dtype(t[c])]
     return t.assign(**{c: t[c].map(lambda v: scrub_paths(v, folders)).astype(t[c].dtype) for c in text})   # a column of no text stays a text column
@@ -347,7 +351,8 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in the CPU's own call too, where a device lowers the call itself",
             "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)",
             "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so nothing was compared"} # whose a FAIL is (the `culprit` column)
-DAMAGE = ("noise", "swap") # how a passing architecture's checkpoint is run damaged (run.py's test hook `perturb`): noise on its weights, its weight matrices and kernels flipped
+# how a passing architecture's checkpoint is run damaged (run.py's test hook `perturb`): noise on its weights, its weight matrices and kernels flipped
+DAMAGE = ("noise", "swap")
 ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
     pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),
@@ -380,7 +385,8 @@ def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's 
     if "tested_at" in df:   # a run's row holds a time, a SKIP row made now its ISO text: one column of times
         try: df["tested_at"] = pd.to_datetime(df["tested_at"], utc=True, format="ISO8601")
         except (ValueError, TypeError) as e: raise UsageError(f"column 'tested_at' holds something that is not a time: {str(e).splitlines()[0]}") from None
-    return scrub_table(validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS))   # a refusal's notes quote the checkpoint's folder
+    # a refusal's notes quote the checkpoint's folder
+    return scrub_table(validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS))
 
 # %% ../nbs/17_publish.ipynb #6b09df7b
 def merge_architectures(old:pd.DataFrame, new_rows)->pd.DataFrame:
@@ -437,7 +443,8 @@ def render_card(tables:dict, # {pair: table}
 
 # %% ../nbs/17_publish.ipynb #5f17306d
 def library_pairs(tables:dict)->list: # [{"name", "pairs", "tested"}], the registry's libraries first, then any other the tables hold
-    "Each library, the pairs the dataset holds of it, newest first, and what a run of it tests (the library's own words; none for one the registry does not know)."
+    """Each library, the pairs the dataset holds of it, newest first, and what a run of it tests (the library's own words;
+    none for one the registry does not know)."""
     known = libraries()
     names = list(dict.fromkeys([*known, *sorted(map(pair_library, tables))]))
     return [{"name": n, "pairs": sorted((p for p in tables if pair_library(p) == n), reverse=True),
@@ -498,7 +505,8 @@ def dataset_files(data_dir, # the dataset folder
                   tables:dict|None=None, # {pair: table} to publish (default: the folder's own)
                   architectures:dict|None=None, # {pair: architecture table} to publish (default: the folder's own)
                  )->dict: # {path in repo: bytes}
-    "What the dataset repo should hold, from the folder: the card, the tables, the architecture tables, the run notebooks and a run's pictures; nothing of a local checkpoint's."
+    """What the dataset repo should hold, from the folder: the card, the tables, the architecture tables, the run notebooks
+    and a run's pictures; nothing of a local checkpoint's."""
     root = Path(data_dir)
     tables = read_tables(root) if tables is None else tables
     left_out = {n for t in tables.values() for n in t.notebook[~t.index.isin(public_rows(t).index)].dropna()}   # their run folders' notebooks

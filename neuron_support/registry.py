@@ -17,7 +17,8 @@ from .library import Library, LIBRARIES
 
 
 # %% ../nbs/16_registry.ipynb #b1efc135
-PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm") # the project's libraries: their folders under neuron_support/libraries, in the sweep's order
+# the project's libraries: their folders under neuron_support/libraries, in the sweep's order
+PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm")
 
 @functools.cache
 def project_libraries()->tuple: # (Library, ...), in PROJECT_LIBRARIES' order
@@ -94,5 +95,6 @@ def checkpoint_plan(ck:Checkpoint, # the checkpoint, found
                     max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
                     **inputs, # make_plan's input options (max_new_tokens, prompt, min_new_tokens), for the libraries that take them
                    )->Plan:
-    "The plan of a checkpoint whose config is known, by the stack's library: `make_plan`'s steps after the lookup, shared with the selection's listing plan."
+    """The plan of a checkpoint whose config is known, by the stack's library: `make_plan`'s steps after the lookup, shared
+    with the selection's listing plan."""
     return library_of(stack.library).plan(ck, config, stack, max_cores, cores, core_gb, **inputs)

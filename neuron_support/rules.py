@@ -17,7 +17,8 @@ from .plan import pickle_files
 
 # %% ../nbs/06_rules.ipynb #a7c1e0f2
 def runtime_statements(body:list)->list:
-    "A module's statements as Python runs them: an `if TYPE_CHECKING:` block's `else` branch in place of the block (the branch a type checker reads is not run)."
+    """A module's statements as Python runs them: an `if TYPE_CHECKING:` block's `else` branch in place of the block (the
+    branch a type checker reads is not run)."""
     out = []
     for node in body:
         checking = isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
@@ -29,7 +30,8 @@ def literal_table(tree, # a parsed module, e.g. of transformers.models.auto
                   name:str, # the table's name
                   table:dict, # what earlier modules made of it: updated here, in the module's order
                  )->bool: # whether the module builds or changes the table
-    "Follow what a module does to one name table, statement by statement, as it runs: `NAME = OrderedDict([...])`, `NAME.update({...})` or `NAME.update(OTHER)` of a table the module built, `NAME = OrderedDict(**{...}, **NAME)`."
+    """Follow what a module does to one name table, statement by statement, as it runs: `NAME = OrderedDict([...])`,
+    `NAME.update({...})` or `NAME.update(OTHER)` of a table the module built, `NAME = OrderedDict(**{...}, **NAME)`."""
     seen, others = False, {}   # the module's other literal tables (transformers' MISSING_IMAGE_PROCESSOR_MAPPING_NAMES, merged into the table)
     value = lambda v: others[v.id] if isinstance(v, ast.Name) and v.id in others else ast.literal_eval(v)
     for node in runtime_statements(tree.body):

@@ -57,7 +57,8 @@ def added_packages(stack:Stack, packages:list=())->list:
 
 # %% ../nbs/18_script.ipynb #6691b570
 CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.faults", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
-ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS, HOOKS))\n' # run.py's last line: the library's runners, checks and hooks, handed to the core
+# run.py's last line: the library's runners, checks and hooks, handed to the core
+ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS, HOOKS))\n'
 
 # %% ../nbs/18_script.ipynb #2ce1a98e
 def carried_modules(library:str, runner:str|None=None)->tuple:
@@ -111,7 +112,8 @@ def render_run_py(plan:Plan, # the plan
                  )->str: # the text of run.py
     "The standalone script of one run: header, PLAN, module."
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
-    if (name := checkpoint_name(plan.model_id)) != plan.model_id: d |= {"model_id": name, "local": True}   # a local folder by its name: no path of this machine
+    # a local folder by its name: no path of this machine
+    if (name := checkpoint_name(plan.model_id)) != plan.model_id: d |= {"model_id": name, "local": True}
     plan_text = "PLAN = " + pprint.pformat(d, sort_dicts=False, width=120) + "\n\n"
     return render_header(d, stack, packages) + plan_text + (module_text(stack.library, plan.runner) if module is None else module)
 
@@ -266,7 +268,8 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
 
 # %% ../nbs/18_script.ipynb #464b1f50
 PROTECTED = tuple(PACKAGES.values()) # the stack's distributions: a run installs nothing over them
-PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.!+_-]*") # a requirement as run.py's `pip install` line names it: a name and its exact version
+# a requirement as run.py's `pip install` line names it: a name and its exact version
+PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.!+_-]*")
 
 def install_packages(packages:list, # requirement names
                      site:Path, # the run's own package folder
@@ -278,7 +281,8 @@ def install_packages(packages:list, # requirement names
                            capture_output=True, text=True)
         if r.returncode: return [], f"pip could not resolve {' '.join(packages)}: {(r.stderr or r.stdout).strip()[-400:]}"
         pins = [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in json.loads(report.read_text())["install"]]
-    if odd := [p for p in pins if not PIN.fullmatch(p)]: return [], f"pip's report names {one_line(odd[0])!r}, which is not a pinned requirement"   # a package's metadata is not ours
+    # a package's metadata is not ours
+    if odd := [p for p in pins if not PIN.fullmatch(p)]: return [], f"pip's report names {one_line(odd[0])!r}, which is not a pinned requirement"
     if bad := [p for p in pins if p.split("==")[0].lower().replace("_", "-") in PROTECTED]:
         return [], f"installing {' '.join(packages)} would replace {', '.join(bad)} of the stack"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), *pins],
@@ -306,9 +310,11 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
     run_dir = Path(run_dir); run_dir.mkdir(parents=True, exist_ok=True)
     clear_previous_run(run_dir)
     args = ["--reference-cache", str(reference_cache)] if reference_cache else []
-    if Path(plan.model_id).is_absolute(): (run_dir / "checkpoint").symlink_to(plan.model_id, target_is_directory=True)   # a local folder: run.py names it, the link finds it
+    # a local folder: run.py names it, the link finds it
+    if Path(plan.model_id).is_absolute(): (run_dir / "checkpoint").symlink_to(plan.model_id, target_is_directory=True)
     packages, env, text = [], {}, run_py
-    if named := [p for p in script_packages(run_py) if p not in added_packages(stack)]:   # a script rendered with its last run's packages: installed first, as its header says
+    # a script rendered with its last run's packages: installed first, as its header says
+    if named := [p for p in script_packages(run_py) if p not in added_packages(stack)]:
         echo(f"[neuron-support] run.py names {', '.join(named)}: installing them into {run_dir.name}/site for this run only")
         packages, why = install_packages(named, run_dir / "site")
         if why: text = None   # not as the header says: rendered anew, and loading asks for what it needs
@@ -333,7 +339,8 @@ def clear_previous_run(run_dir:Path):
     for name in drawn_files(run_dir): (Path(run_dir) / name).unlink(missing_ok=True)
     (Path(run_dir) / OUTCOME_FILE).unlink(missing_ok=True)
     link = Path(run_dir) / "checkpoint"   # the link to a local checkpoint's folder
-    if link.is_dir() and not link.is_symlink(): shutil.rmtree(link)   # the link copied as a folder (a run folder copied by shutil.copytree, `cp -rL`): a copy, the run's own
+    # the link copied as a folder (a run folder copied by shutil.copytree, `cp -rL`): a copy, the run's own
+    if link.is_dir() and not link.is_symlink(): shutil.rmtree(link)
     else: link.unlink(missing_ok=True)
     shutil.rmtree(Path(run_dir) / "site", ignore_errors=True)
 
@@ -342,7 +349,8 @@ def make_row(plan:Plan, stack:Stack, outcome:dict, run_py:str, tested_at:str, no
              selection_rank:int|None=None)->dict:
     "One row of the table, in column order, from the plan, the stack and run.py's outcome."
     o = outcome
-    fault = {"fault": o["fault"], "retry_after": o.get("retry_after")} if o.get("fault") else {}   # not a column: a sweep publishes no such row (faults notebook)
+    # not a column: a sweep publishes no such row (faults notebook)
+    fault = {"fault": o["fault"], "retry_after": o.get("retry_after")} if o.get("fault") else {}
     return table_row(checkpoint_name(plan.model_id), o["result"], stack, neuron_cores=plan.cores, runner=plan.runner, selection_rank=selection_rank,
                      notes=o.get("notes") or "", error=o.get("error") or None, cpu_match=o.get("cpu_match") or None,
                      english=o.get("english") or None, wall_s=o.get("wall_s"), hbm_peak_gb=o.get("hbm_peak_gb"),
@@ -393,7 +401,8 @@ def execute_run_notebook(notebook, # the run notebook (template)
             papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
                                        progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL,
                                        shutdown_kernel="immediate")   # the notebook is written and every output in: nothing left to wait for
-    finally: scrub_file(Path(run_dir) / "run.ipynb")   # papermill's parameters and paths, the kernel's tracebacks: no folder of this machine, however the run ended
+    # papermill's parameters and paths, the kernel's tracebacks: no folder of this machine, however the run ended
+    finally: scrub_file(Path(run_dir) / "run.ipynb")
 
 # %% ../nbs/18_script.ipynb #e1b7b3b4
 def run_model(model_id:str, # Hub id or local folder

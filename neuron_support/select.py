@@ -56,7 +56,8 @@ def list_ranking(api:HfApi, # the client, pointed at the Hub to ask
     "The best `depth` models of a library and task by one sort, with everything selection needs."
     task, sort = name.split("/")
     listed = api.list_models(filter=library, pipeline_tag=task, sort=SORTS[sort], limit=depth, expand=EXPAND)
-    return [m for m in listed if valid_repo_id(m.id)]   # an id the Hub's own rule refuses (a newline, a control character, a path) names no model: left out
+    # an id the Hub's own rule refuses (a newline, a control character, a path) names no model: left out
+    return [m for m in listed if valid_repo_id(m.id)]
 
 # %% ../nbs/19_select.ipynb #cb283a2f
 def check_endpoint(endpoint:str)->str: # the endpoint, reachable

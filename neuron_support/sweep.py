@@ -37,7 +37,8 @@ def run_folder(out_dir, # the sweep's output folder (data/ and runs/)
                pair:str, # "<compiler key>/<library key>"
                model_id:str, # the Hub id, or a local folder (its absolute path)
               )->Path: # out_dir/runs/<pair>/<org>--<name>, or out_dir/runs/<pair>/local:<name>-<hash>
-    "The folder of one model's run in a pair: where its notebook is (the table's `notebook` column); a local folder's by its name (`checkpoint_name`)."
+    """The folder of one model's run in a pair: where its notebook is (the table's `notebook` column); a local folder's by
+    its name (`checkpoint_name`)."""
     return (Path(out_dir) / notebook_path(pair, checkpoint_name(model_id))).parent
 
 # %% ../nbs/20_sweep.ipynb #0c05e7a3
@@ -170,7 +171,8 @@ def failure_row(item:SweepItem, # the model
     "The row of a run that died without writing its own."
     run_dir = Path(run_dir)
     run_py = (run_dir / "run.py").read_text() if (run_dir / "run.py").is_file() else None
-    return table_row(checkpoint_name(item.model_id), failure("other"), stack, neuron_cores=item.cores, runner=item.runner,   # a local folder by its name, as its own run's row names it
+    # a local folder by its name, as its own run's row names it
+    return table_row(checkpoint_name(item.model_id), failure("other"), stack, neuron_cores=item.cores, runner=item.runner,
                      selection_rank=item.selection_rank, notes=error[:200], error=error,
                      wall_s=None if wall_s is None else round(wall_s, 1), tested_at=tested_at, run_py=run_py, revision=item.revision,
                      notebook=f"runs/{pair}/{run_dir.name}/run.ipynb" if (run_dir / "run.ipynb").is_file() else None)
@@ -220,7 +222,8 @@ def run_fault(run_dir:Path, # the run's folder
               since:float, # when this attempt started
               rc:int|None, # the child's exit status (None: killed by the sweep for its time limit)
              )->dict|None: # {"fault", "retry_after", "error"}; None: the run ended as the model made it
-    "Why a run ended without a verdict when the infrastructure ended it: its outcome says so (the download, a rank), its notebook stopped at the Hub or the disk (`FAULT_FILE`), or something outside it killed it."
+    """Why a run ended without a verdict when the infrastructure ended it: its outcome says so (the download, a rank), its
+    notebook stopped at the Hub or the disk (`FAULT_FILE`), or something outside it killed it."""
     row = json.loads(p.read_text()) if (p := run_dir / "result.json").is_file() and p.stat().st_mtime >= since else {}
     if row.get("fault"): return {"fault": row["fault"], "retry_after": row.get("retry_after"), "error": row.get("notes") or ""}
     if (p := run_dir / FAULT_FILE).is_file() and p.stat().st_mtime >= since: return json.loads(p.read_text())
@@ -356,7 +359,8 @@ def start_ray(stack:Stack, # the stack
     # those beyond the CPU count within a second and starts a new process for the next run (seconds each, where CPUs are few)
     workers = dict(_system_config={"num_workers_soft_limit": max(os.cpu_count() or 1, host_slots(stack, slots))})
     with environment(SPT_NOENV="1"):   # Ray's processes keep the sweep's tag readable when they rename themselves (see below)
-        here = dict(address="local", num_cpus=os.cpu_count(), **quiet, **workers)   # this host's own Ray, whatever RAY_ADDRESS or a stale cluster file of Ray's says
+        # this host's own Ray, whatever RAY_ADDRESS or a stale cluster file of Ray's says
+        here = dict(address="local", num_cpus=os.cpu_count(), **quiet, **workers)
         if stack.device == "cuda": ray.init(num_gpus=host_slots(stack, slots), **here)
         else: ray.init(resources={SLOT_RESOURCE[stack.device]: host_slots(stack, slots)}, **here)
     return ray
@@ -381,7 +385,8 @@ def host_name(node:str)->str: # a Ray node id
 # %% ../nbs/20_sweep.ipynb #fd0863b5
 def join_maps(ray, maps:dict, # {node id: CoreMap actor}: changed in place
               device:str)->list: # the lines that say which hosts joined or left
-    "Give each host that joined the cluster since the sweep began its core map, and drop those of the hosts that left: a run is sent to a host with its core map."
+    """Give each host that joined the cluster since the sweep began its core map, and drop those of the hosts that left: a
+    run is sent to a host with its core map."""
     live = {n["NodeID"]: n for n in ray.nodes() if n["Alive"] and n["Resources"].get(SLOT_RESOURCE[device])}
     lines = [f"host {host_name(gone)} left the cluster: its runs are tried again on the others" for gone in set(maps) - set(live)]
     for gone in set(maps) - set(live): maps.pop(gone)
@@ -460,7 +465,8 @@ def host_cache(item:SweepItem, setting:RunSetting, where:str, # a bucket or fold
 CORE_MAP_WAIT = 60.0 # seconds a run on a host that just joined waits for the sweep to give that host its core map (it looks every 5 s)
 
 def host_core_map(ray, node:str, wait:float=CORE_MAP_WAIT):
-    "This host's core map, found by its name: a run Ray sends to a host that joined since the sweep last looked waits for its map (`join_maps`); None past `wait`."
+    """This host's core map, found by its name: a run Ray sends to a host that joined since the sweep last looked waits for
+    its map (`join_maps`); None past `wait`."""
     end = time.time() + wait
     while True:
         try: return ray.get_actor(core_map_name(node))
@@ -493,7 +499,8 @@ def hub_cache(env:dict=os.environ)->str:
 
 # %% ../nbs/20_sweep.ipynb #031f5b28
 def download_plan(item:SweepItem, endpoint:str|None, cache_dir)->tuple: # (ignore patterns, bytes still to download)
-    "What a run of `item` will download into `cache_dir`: the files it loads (not other formats' copies) that the cache lacks, by snapshot_download's dry run."
+    """What a run of `item` will download into `cache_dir`: the files it loads (not other formats' copies) that the cache
+    lacks, by snapshot_download's dry run."""
     plan = snapshot_download(item.model_id, revision=item.revision, endpoint=endpoint, cache_dir=cache_dir, dry_run=True)
     ignore = ignored_files([f.filename for f in plan])  # what the run itself will download, no more
     todo = [f for f in plan if f.will_download and not any(fnmatch(f.filename, p) for p in ignore)]
@@ -590,12 +597,14 @@ def make_room(self:WeightsCache, model_id:str, # the checkpoint a run is about t
     if needed > self.budget: return "too large", []
     with self.lock():
         held, repos = self.reserved(), {r.repo_id: r for r in cache_scan(self.folder)}
-        coming = sum(max(b - (repos[m].size_on_disk if m in repos else 0), 0) for m, b in held.items() if m != model_id)   # what the others still download
+        # what the others still download
+        coming = sum(max(b - (repos[m].size_on_disk if m in repos else 0), 0) for m, b in held.items() if m != model_id)
         used, evict = sum(r.size_on_disk for r in repos.values()) + coming, []
         for r in sorted((r for m, r in repos.items() if m not in held and m not in keep and m != model_id), key=lambda r: r.last_accessed):
             if used + needed <= self.budget: break
             evict.append(r); used -= r.size_on_disk
-        if used + needed > self.budget: return ("wait" if set(held) - {model_id} else "too large"), []   # the runs in flight will free it; else it never fits
+        # the runs in flight will free it; else it never fits
+        if used + needed > self.budget: return ("wait" if set(held) - {model_id} else "too large"), []
         if evict:
             from huggingface_hub import scan_cache_dir
             scan_cache_dir(self.folder).delete_revisions(*[v.commit_hash for r in evict for v in r.revisions]).execute()
@@ -607,7 +616,8 @@ ROOM_POLL = 2.0 # seconds between a waiting run's looks at the cache
 
 @contextlib.contextmanager
 def weights_room(item:SweepItem, setting:RunSetting, env:dict=os.environ): # yields None, or the refusal of a run that cannot have room
-    "Room in this host's weights cache for the run's download, reserved while it runs: waited for while the runs in flight hold it; refused (a fault, final) for a checkpoint larger than the budget."
+    """Room in this host's weights cache for the run's download, reserved while it runs: waited for while the runs in
+    flight hold it; refused (a fault, final) for a checkpoint larger than the budget."""
     if not setting.budgeted or Path(item.model_id).is_absolute(): yield None; return   # a local folder downloads nothing
     env = {**env, **setting.extra}
     cache = WeightsCache(hub_cache(env), disk_budget(hub_cache(env), setting.disk_gb))
@@ -973,12 +983,14 @@ def run_sweep(o:SweepOptions, # what the sweep is asked
     if time_limit <= 0: raise UsageError(f"--time-limit must be positive, not {time_limit}")
     grace = run_grace() if o.grace is None else o.grace
     stack = o.stack; pair = pair_key(stack)
-    o = replace(o, time_limit=time_limit, grace=grace, stack=stack, notebook=check_template(o.notebook or run_notebook_path()))   # every default settled, once
+    # every default settled, once
+    o = replace(o, time_limit=time_limit, grace=grace, stack=stack, notebook=check_template(o.notebook or run_notebook_path()))
     out_dir, max_runs, items, only = o.out_dir, o.max_runs, o.items, o.only
     with ends_whole(), sweep_lock(out_dir):   # every process it starts ends with it; one sweep a folder
         endpoint = os.environ.get("HF_ENDPOINT")
         jpath = journal_path(out_dir, pair); j = read_journal(jpath)
-        listed = j is None and items is None and (only is None or bool(hub_ids))   # the Hub answers: the runs need not ask it again (HUB_STATE); folders alone need no list
+        # the Hub answers: the runs need not ask it again (HUB_STATE); folders alone need no list
+        listed = j is None and items is None and (only is None or bool(hub_ids))
         log = Progress(0, o.stream, live=False).say   # before the runs: plain lines (the live display is the runs')
         if j is None:
             if listed: log(f"listing the most used models of {endpoint or 'the Hub'} and planning each, down the list")
@@ -1054,7 +1066,8 @@ def next_runnable(queue:list, # SweepItems not yet started, in packing order
                   flying:set, # groups of the runs in flight
                   later:dict|None=None, # {model_id: time.time() before which it may not start}: a run tried again after a fault
                  )->int|None: # the index in `queue` of the item to start next, None when every item waits for its leader
-    "The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it; a run tried again waits for its time."
+    """The first item whose group is warm, or has no run in flight: a group's first run leads, the others wait for it; a
+    run tried again waits for its time."""
     later, now = later or {}, time.time()
     return next((k for k, it in enumerate(queue) if later.get(it.model_id, 0) <= now and (it.group is None or it.group in warm or it.group not in flying)), None)
 
@@ -1075,16 +1088,19 @@ def run_all(todo:list, # SweepItems to run, in list order
             selection:dict, # {model_id: rank}, for the table's selection_rank
             progress:Progress,
            )->dict: # {model_id: fault} of the runs left without a verdict: the infrastructure ended each of their tries
-    "Run every item of `todo` on Ray, collecting each row as its run ends; a run the infrastructure ended is tried again, later, and at most `retries` times."
+    """Run every item of `todo` on Ray, collecting each row as its run ends; a run the infrastructure ended is tried again,
+    later, and at most `retries` times."""
     stack, pair, out_dir = setting.stack, setting.pair, setting.out_dir
     with one_ray():   # this call's own Ray, or that of the sweep over libraries around it
         ray, maps = sweep_ray(stack, o.address, o.slots, progress.say)
         if not maps: raise UsageError(f"no host of the Ray cluster offers {SLOT_RESOURCE[stack.device]!r}")
         task = ray.remote(max_retries=0)(run_task)
         weights = WeightsCache(hub_cache(), disk_budget(hub_cache(), setting.disk_gb)) if setting.budgeted else None   # this host's
-        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], o.prefetch_gb, endpoint, progress.say, weights=weights)   # a local folder has nothing to download
+        # a local folder has nothing to download
+        fetch = Prefetch([i for i in todo if not Path(i.model_id).is_absolute()], o.prefetch_gb, endpoint, progress.say, weights=weights)
         if o.prefetch_gb > 0: fetch.start()
-        queue, pending, warm, shown, looked = packing_order(todo), {}, set(), 0.0, 0.0   # warm: groups whose graphs a finished run has put in the compile cache
+        # warm: groups whose graphs a finished run has put in the compile cache
+        queue, pending, warm, shown, looked = packing_order(todo), {}, set(), 0.0, 0.0
         tries, later, left = Counter(), {}, {}   # a run the infrastructure ended: how often, when it may start again, and those given up
         try:
             while queue or pending:
@@ -1153,7 +1169,8 @@ def sweep_demo(o:"SweepOptions")->Path:
     with sweep_lock(o.out_dir): pass   # said now, not after the catalog and the Hub: the folder is another sweep's
     catalog = demo_catalog()
     with ends_whole(), hub_server(catalog) as endpoint, tempfile.TemporaryDirectory() as d:
-        args = Path(d) / "sweep.pkl"; args.write_bytes(pickle.dumps(replace(o, demo=False, stream=None)))   # the same options, in the child that the Hub's environment reaches
+        # the same options, in the child that the Hub's environment reaches
+        args = Path(d) / "sweep.pkl"; args.write_bytes(pickle.dumps(replace(o, demo=False, stream=None)))
         env = {**os.environ, **hub_env(endpoint, catalog.parent / f"{catalog.name}-hf-home")}
         rc = subprocess.run([sys.executable, "-c", DEMO_CHILD, str(args)], env=env).returncode
     if rc: raise SystemExit(rc)

@@ -10,7 +10,8 @@ import functools, json, os, re, sys, tempfile
 from pathlib import Path
 
 # %% ../nbs/00a_untrusted.ipynb #853ba915
-TERMINAL_SEQUENCES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?") # a terminal's colours and titles (CSI and OSC sequences)
+# a terminal's colours and titles (CSI and OSC sequences)
+TERMINAL_SEQUENCES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 
 # %% ../nbs/00a_untrusted.ipynb #39000ec4
 def one_line(text, # any value: a name, a note, an error's line
@@ -38,7 +39,8 @@ def hf_folders(env:dict=os.environ)->dict: # {folder: placeholder}
 
 # %% ../nbs/00a_untrusted.ipynb #24553c3f
 def machine_folders(env:dict=os.environ)->dict: # {folder: placeholder}, each folder absolute
-    "The folders of this machine that a published text names by a placeholder: the Hugging Face cache and home, Python's, this package's, the current folder, the temporary folder, the home folder."
+    """The folders of this machine that a published text names by a placeholder: the Hugging Face cache and home, Python's,
+    this package's, the current folder, the temporary folder, the home folder."""
     found = {**hf_folders(env), sys.prefix: "<python>", sys.exec_prefix: "<python>", sys.base_prefix: "<python>"}
     if spec := sys.modules.get("neuron_support"): found.setdefault(str(Path(spec.__file__).resolve().parent.parent), "<neuron-support>")
     for folder, placeholder in ((os.getcwd, "<cwd>"), (tempfile.gettempdir, "<tmp>"), (lambda: os.path.expanduser("~"), "<home>")):

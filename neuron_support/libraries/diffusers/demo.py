@@ -13,7 +13,8 @@ from pathlib import Path
 import torch, transformers
 from ...stack import write_atomic
 from ...demo import ORG, SMOLLM2_ID, DemoRepo, seed_of
-from ..transformers.demo import clip_tokenizer, tiny_clip   # diffusers is built on transformers: its pipelines' text encoders are transformers' models
+# diffusers is built on transformers: its pipelines' text encoders are transformers' models
+from ..transformers.demo import clip_tokenizer, tiny_clip
 
 # %% ../../../nbs/libraries/diffusers/02_demo.ipynb #79bdc0bf
 def tiny_vae(attention:bool=False, # the attention block in the middle, as real SD VAEs have (see above)

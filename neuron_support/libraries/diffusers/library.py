@@ -114,7 +114,8 @@ def remote_pipeline(index:dict)->str|None: # the reason, or None
 # %% ../../../nbs/libraries/diffusers/00_library.ipynb #f10d7a02
 def unknown_pipeline(index:dict)->str|None: # the reason, or None
     "Why this diffusers cannot load the pipeline class, or None."
-    logging.getLogger("transformers.utils.import_utils").setLevel(logging.ERROR)  # diffusers' pipelines import CLIPImageProcessor: no torchvision here, and nothing for a reader
+    # diffusers' pipelines import CLIPImageProcessor: no torchvision here, and nothing for a reader
+    logging.getLogger("transformers.utils.import_utils").setLevel(logging.ERROR)
     import diffusers
     cls = index.get("_class_name")
     if isinstance(cls, str) and not hasattr(diffusers, cls): return f"diffusers {diffusers.__version__} has no pipeline class {cls!r}"
@@ -136,7 +137,8 @@ def df_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple: # 
 # %% ../../../nbs/libraries/diffusers/00_library.ipynb #2ecf844e
 def df_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "Why a diffusers pipeline is left out, or its runner and fit: the card's exclusions with the pipeline's fit step."
-    return exclusion(info, stack, token, max_cores, api, fit=df_fit, loader="diffusers")   # a pipeline's model_index.json has no model_type: its remote code is its auto_map or the custom_code tag
+    # a pipeline's model_index.json has no model_type: its remote code is its auto_map or the custom_code tag
+    return exclusion(info, stack, token, max_cores, api, fit=df_fit, loader="diffusers")
 
 # %% ../../../nbs/libraries/diffusers/00_library.ipynb #995688d5
 TESTED = f"""A text-to-image model of the Hub's `diffusers` library runs the way its users

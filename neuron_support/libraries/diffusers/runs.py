@@ -15,7 +15,8 @@ import warnings
 warnings.filterwarnings("ignore", message=r"Dynamo detected a call to a `functools.lru_cache`")  # diffusers' upsampling: traced through, harmless
 diffusers.utils.logging.disable_progress_bar()   # "Loading pipeline components": run.py's own lines say what happens
 import logging
-logging.getLogger("transformers.utils.import_utils").setLevel(logging.ERROR)  # "CLIPImageProcessor requires torchvision": the pipelines' import, nothing for a reader
+# "CLIPImageProcessor requires torchvision": the pipelines' import, nothing for a reader
+logging.getLogger("transformers.utils.import_utils").setLevel(logging.ERROR)
 
 # %% ../../../nbs/libraries/diffusers/01_runs.ipynb #0178e77d
 IMAGE_SIZE = 256 # the largest side of a run's picture, in pixels
@@ -50,7 +51,8 @@ def df_load(path:str, device:str, dtype=torch.bfloat16):
 
 # %% ../../../nbs/libraries/diffusers/01_runs.ipynb #9fbf55fb
 def df_compile(pipe, plan:dict, state:dict)->int|None: # the NEFF cache's entries before compiling (on Neuron), else None
-    "Damage the denoiser's weights if the test hook asks, compile the denoiser and the VAE's decoder (unless the run is eager), and enter the generation phase."
+    """Damage the denoiser's weights if the test hook asks, compile the denoiser and the VAE's decoder (unless the run is
+    eager), and enter the generation phase."""
     perturb_weights(denoiser(pipe), plan.get("perturb", ""))
     before = compile_cache_entries() if plan["backend"] == "neuron" else None
     if not plan.get("eager"):
@@ -131,4 +133,5 @@ def check_diffusion_run(plan:dict, path:str, out:dict, cache_dir)->dict:
 # %% ../../../nbs/libraries/diffusers/01_runs.ipynb #065d550b
 RUNNERS = {"run_text_to_image": run_text_to_image} # runner name -> function
 CHECKS = {"run_text_to_image": check_diffusion_run} # runner name -> its check
-HOOKS = RunHooks(dependency_tables=("diffusers.dependency_versions_table", "transformers.dependency_versions_table")) # a pipeline's packages: its own table, and transformers' for its text encoders
+# a pipeline's packages: its own table, and transformers' for its text encoders
+HOOKS = RunHooks(dependency_tables=("diffusers.dependency_versions_table", "transformers.dependency_versions_table"))

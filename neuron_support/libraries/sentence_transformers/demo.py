@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch, transformers
 from ...demo import ORG, MINILM_ID, DemoRepo, package_folder, seed_of
-from ..transformers.demo import save_bert   # a library built on transformers (its `builds_on`): its models are transformers' BERTs
+# a library built on transformers (its `builds_on`): its models are transformers' BERTs
+from ..transformers.demo import save_bert
 
 # %% ../../../nbs/libraries/sentence_transformers/02_demo.ipynb #6e0bc83e
 def save_minilm(dest:Path, # the repo folder to write

@@ -45,7 +45,8 @@ def st_inputs(model_type:str)->dict:
     return {"sentences": list(SENTENCES), "max_length": ENCODER_LENGTH}
 
 # %% ../../../nbs/libraries/sentence_transformers/00_library.ipynb #08af318b
-ONE_CORE = dict.fromkeys(ST_RUNNERS.values(), "an encoder runs on one core") # runner -> why its models run whole on one core (the Library's `one_core`)
+# runner -> why its models run whole on one core (the Library's `one_core`)
+ONE_CORE = dict.fromkeys(ST_RUNNERS.values(), "an encoder runs on one core")
 
 # %% ../../../nbs/libraries/sentence_transformers/00_library.ipynb #34d041f2
 def st_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s
@@ -94,7 +95,8 @@ def st_exclusion(info, # the listing's item
                  api:HfApi|None=None, # the client
                 )->tuple: # (category, reason) or (None, (runner, class, weight bytes, cores, fit))
     "Why a sentence-transformers model is left out, or its runner and fit: the card's exclusions, then the modules' code."
-    category, why = exclusion(info, stack, token, max_cores, api, fit=st_fit, loader="transformers", known=CONFIG_MAPPING_NAMES)   # its models load through transformers
+    # its models load through transformers
+    category, why = exclusion(info, stack, token, max_cores, api, fit=st_fit, loader="transformers", known=CONFIG_MAPPING_NAMES)
     if category: return category, why
     if reason := remote_modules(read_modules_json(info, api, token)): return "trust-remote-code", reason
     return None, why

@@ -13,7 +13,8 @@ import transformers
 from ...core import perturb_weights, compile_cache_entries, compiled_graphs, timed, reference_key, RunHooks
 from ...checks import cpu_references, compare_predictions, gap_text, COSINE_MIN, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR
 import warnings
-warnings.filterwarnings("ignore", message=r"Dynamo detected a call to a `functools.lru_cache`")  # the library's is_peft_available(): traced through, harmless
+# the library's is_peft_available(): traced through, harmless
+warnings.filterwarnings("ignore", message=r"Dynamo detected a call to a `functools.lru_cache`")
 transformers.utils.logging.disable_progress_bar()   # its models load through transformers: run.py's own lines say what happens
 
 # %% ../../../nbs/libraries/sentence_transformers/01_runs.ipynb #c2b5dfcc
@@ -157,7 +158,8 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
 
 # %% ../../../nbs/libraries/sentence_transformers/01_runs.ipynb #4425cb0b
 def st_steps(plan:dict, ref:dict, dev:torch.Tensor)->list: # one dict per sentence or passage
-    "The run's figures item by item, for its notebook: each sentence's similarity to the first (or each passage's score) in fp32, in bf16 and on the device."
+    """The run's figures item by item, for its notebook: each sentence's similarity to the first (or each passage's score)
+    in fp32, in bf16 and on the device."""
     i = plan["inputs"]
     if "sentences" in i:
         cos = torch.nn.functional.cosine_similarity(dev, ref["fp32"], dim=-1)
@@ -181,4 +183,5 @@ def check_st_run(plan:dict, path:str, out:dict, cache_dir)->dict:
 # %% ../../../nbs/libraries/sentence_transformers/01_runs.ipynb #4f7927c5
 RUNNERS = {"run_sentence_embedding": run_sentence_embedding, "run_cross_encoder": run_cross_encoder} # runner name -> function
 CHECKS = {"run_sentence_embedding": check_st_run, "run_cross_encoder": check_st_run} # runner name -> its check
-HOOKS = RunHooks(dependency_tables=("transformers.dependency_versions_table",)) # its models are transformers': the packages they may ask for are in its table
+# its models are transformers': the packages they may ask for are in its table
+HOOKS = RunHooks(dependency_tables=("transformers.dependency_versions_table",))

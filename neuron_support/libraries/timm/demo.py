@@ -20,7 +20,9 @@ from ...demo import ORG, DemoRepo, IMAGENET_LABELS, LOGIT_SPREAD, seed_of, live_
 def sure_timm_head(model, # a timm model, in float32
                    x:torch.Tensor, # the input its head is made sure on (the photograph, as a run makes it)
                    spread:float=LOGIT_SPREAD)->str|None: # what `live_layers` did to a model without a head
-    "Scale a random timm classifier's head (each layer that makes logits: LeViT's distillation head too), its biases zeroed, so that its logits on `x` spread as a trained one's; a model without a head gets its layers live (`live_layers`)."
+    """Scale a random timm classifier's head (each layer that makes logits: LeViT's distillation head too), its biases
+    zeroed, so that its logits on `x` spread as a trained one's; a model without a head gets its layers live
+    (`live_layers`)."""
     n = getattr(model, "num_classes", 0)
     heads = [m for m in model.modules() if n and (isinstance(m, torch.nn.Linear) and m.out_features == n or isinstance(m, torch.nn.Conv2d) and m.out_channels == n)]
     if not heads: return live_layers(model)   # its pooled features are its output: its layers must matter
@@ -34,7 +36,8 @@ def sure_timm_head(model, # a timm model, in float32
 
 # %% ../../../nbs/libraries/timm/03_demo.ipynb #273a0b94
 def save_timm_checkpoint(model, dest:Path, model_config:dict|None=None):
-    "A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's layout: no `model_args` (see above)."
+    """A timm model saved as timm saves a Hub checkpoint (`save_for_hf`: config.json and model.safetensors), in the Hub's
+    layout: no `model_args` (see above)."""
     import timm
     timm.models.save_for_hf(model, dest, model_config=model_config, safe_serialization=True)
     config = json.loads((dest/"config.json").read_text())
@@ -46,7 +49,8 @@ def save_timm(dest:Path, catalog:Path,
               architecture:str, # one of timm's model names (its `test_` ones are the smallest of their families)
               head:bool=True, # a head over IMAGENET_LABELS, or none (a feature extractor)
              ):
-    "A tiny random timm model saved as timm saves a Hub checkpoint; its head over eight ImageNet labels (synsets, described), scaled to LOGIT_SPREAD, or none (its layers live)."
+    """A tiny random timm model saved as timm saves a Hub checkpoint; its head over eight ImageNet labels (synsets,
+    described), scaled to LOGIT_SPREAD, or none (its layers live)."""
     import timm
     from timm.data import ImageNetInfo
     torch.manual_seed(seed_of(dest.name))
@@ -59,7 +63,8 @@ def save_timm(dest:Path, catalog:Path,
         labels = {"label_names": [info.index_to_label_name(i) for i in picked],
                   "label_descriptions": {info.index_to_label_name(i): info.index_to_description(i) for i in picked}}
     from timm.data import resolve_data_config, create_transform
-    sure_timm_head(model, create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0))   # the photograph, as a run makes it; without a head, its layers live
+    # the photograph, as a run makes it; without a head, its layers live
+    sure_timm_head(model, create_transform(**resolve_data_config(model=model))(photo()).unsqueeze(0))
     save_timm_checkpoint(model, dest, labels)
 
 # %% ../../../nbs/libraries/timm/03_demo.ipynb #dcad9167

@@ -68,7 +68,8 @@ def num_classes(config:dict)->int:
     return n
 
 # %% ../../../nbs/libraries/timm/00_library.ipynb #4459a522
-ONE_CORE = dict.fromkeys(TIMM_RUNNERS.values(), "an image model runs whole on one core") # runner -> why its models run whole on one core (the Library's `one_core`)
+# runner -> why its models run whole on one core (the Library's `one_core`)
+ONE_CORE = dict.fromkeys(TIMM_RUNNERS.values(), "an image model runs whole on one core")
 
 def timm_version()->str:
     "The installed timm's version, as the pair names it."
@@ -80,7 +81,8 @@ class UnknownArchitecture(UsageError):
 
 # %% ../../../nbs/libraries/timm/00_library.ipynb #350021ba
 def described(config:dict)->tuple: # (architecture, family, runner, inputs)
-    "What config.json says of a timm checkpoint, each field checked: its architecture and family, a head or none, the photograph at its input size; else why not."
+    """What config.json says of a timm checkpoint, each field checked: its architecture and family, a head or none, the
+    photograph at its input size; else why not."""
     arch = config.get("architecture")
     if not isinstance(arch, str) or not arch: raise UsageError("its config.json names no timm architecture (`architecture`): not a timm checkpoint")
     family = timm_architectures().get(arch)

@@ -23,7 +23,8 @@ def timm_load(path:str, # the checkpoint's folder
 
 # %% ../../../nbs/libraries/timm/01_runs.ipynb #dcfbb4ba
 def timm_inputs(model)->dict: # {"x": [1, 3, H, W] float32}
-    "The photograph as timm's users make a model's input: the data config resolved from the model's `pretrained_cfg`, and timm's eval transform of it."
+    """The photograph as timm's users make a model's input: the data config resolved from the model's `pretrained_cfg`, and
+    timm's eval transform of it."""
     transform = create_transform(**resolve_data_config(model=model))
     return {"x": transform(photo()).unsqueeze(0)}
 
@@ -35,13 +36,15 @@ def timm_output(out:torch.Tensor, runner:str)->dict: # float32 on the CPU
 
 # %% ../../../nbs/libraries/timm/01_runs.ipynb #4290b80c
 def run_timm(plan:dict, path:str, device:str, state:dict)->dict:
-    "A timm model (a classifier, or one without a head): loaded as its users load it, the photograph through timm's transform, one compiled forward pass (then a warm one)."
+    """A timm model (a classifier, or one without a head): loaded as its users load it, the photograph through timm's
+    transform, one compiled forward pass (then a warm one)."""
     model = timm_load(path, device=device)
     return forward_twice(model, timm_inputs(model), plan, state, device, lambda out: timm_output(out, plan["runner"]))
 
 # %% ../../../nbs/libraries/timm/01_runs.ipynb #1c939810
 def timm_labels(config:dict)->dict|None: # {index: name}
-    "A timm classifier's labels' names from its config.json: its label names (described where it describes them), else ImageNet's where timm infers the subset, else None."
+    """A timm classifier's labels' names from its config.json: its label names (described where it describes them), else
+    ImageNet's where timm infers the subset, else None."""
     cfg = {**(config.get("pretrained_cfg") or {}), **{k: config[k] for k in ("num_classes", "label_names", "label_descriptions") if k in config}}
     names, said = cfg.get("label_names"), cfg.get("label_descriptions")
     said = said if isinstance(said, dict) else {}
@@ -83,6 +86,7 @@ def check_timm_run(plan:dict, path:str, out:dict, cache_dir)->dict:
             "steps": timm_steps(plan, ref, out["output"], labels), "images": picture}
 
 # %% ../../../nbs/libraries/timm/01_runs.ipynb #4d10a1a9
-RUNNERS = {"run_timm_classifier": run_timm, "run_timm_encoder": run_timm} # runner name -> function: one for both (what the check compares is the runner's)
+# runner name -> function: one for both (what the check compares is the runner's)
+RUNNERS = {"run_timm_classifier": run_timm, "run_timm_encoder": run_timm}
 CHECKS = {"run_timm_classifier": check_timm_run, "run_timm_encoder": check_timm_run} # runner name -> its check
 HOOKS = RunHooks() # timm asks nothing else of the core: its models' code is imported with timm, and it lists no optional packages

@@ -83,7 +83,8 @@ def wanted(family:str, architecture:str, only:list|None)->bool:
 
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #73c219ab
 def build_all(only:list|None=None, root:Path|None=None, say=None, scale:int=1)->list: # [{group, model_type, class, folder, params|skip}]
-    "Build (or find built) the smallest model of every family `only` keeps; at a scale other than 1, none (timm's checkpoints are its own sizes, not shrunk)."
+    """Build (or find built) the smallest model of every family `only` keeps; at a scale other than 1, none (timm's
+    checkpoints are its own sizes, not shrunk)."""
     if scale != 1: return []
     root = Path(root or demo_dir().parent / "architectures")
     every = families()

@@ -56,7 +56,8 @@ def audio_inputs(proc, plan:dict)->dict: # float32 tensors: input_features or in
 
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #65954d16
 def speech_generation_config(model, plan:dict):
-    "The checkpoint's generation config, greedy, at most the plan's new tokens, a static cache, no compilation of its own; English where it is multilingual and says no language."
+    """The checkpoint's generation config, greedy, at most the plan's new tokens, a static cache, no compilation of its
+    own; English where it is multilingual and says no language."""
     g = transformers.GenerationConfig(**model.generation_config.to_dict())
     g.update(max_new_tokens=plan["inputs"]["max_new_tokens"], min_new_tokens=plan["inputs"].get("min_new_tokens") or None, do_sample=False,
              num_beams=1, cache_implementation="static", disable_compile=True, return_timestamps=False)
@@ -190,4 +191,5 @@ def check_with_clip(check):
 RUNNERS = {"run_speech_seq2seq": run_speech_seq2seq, "run_ctc": run_ctc, "run_audio_classifier": run_audio_classifier}
 CHECKS = {"run_speech_seq2seq": check_with_clip(check_speech_seq2seq), "run_ctc": check_with_clip(check_audio_run),
           "run_audio_classifier": check_with_clip(check_audio_run)} # runner -> its check
-HOOKS = LOAD_HOOKS # what else the core asks of transformers in this run (its warm-up, its packages; its speech runner does not take generate's other settings)
+# what else the core asks of transformers in this run (its warm-up, its packages; its speech runner does not take generate's other settings)
+HOOKS = LOAD_HOOKS

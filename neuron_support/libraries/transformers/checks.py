@@ -37,7 +37,8 @@ def cpu_check(attention:str="eager", # the attention the reference ran with (`wi
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #24ab29e8
 class AlongTokens(transformers.LogitsProcessor):
-    "A logits processor that records each step's log-probabilities, then forces the given token: `generate` walked along a path (teacher forcing), whatever the model."
+    """A logits processor that records each step's log-probabilities, then forces the given token: `generate` walked along
+    a path (teacher forcing), whatever the model."""
     def __init__(self, tokens:list): self.tokens, self.seen = [int(t) for t in tokens], []
     def __call__(self, input_ids, scores):
         self.seen.append(scores[0].float().log_softmax(-1))
@@ -63,14 +64,17 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
                       generate_kwargs:dict|None=None, # further arguments of the device run's `generate` (attention_mask, pixel_values...)
                       attention:str="eager", # the attention implementation (`with_attention`)
                      )->tuple: # (new tokens, [steps, vocab] float16 log-probabilities in fp32, the same in bf16 along fp32's tokens)
-    "Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores; then the same steps in bf16, forced along fp32's tokens."
+    """Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores; then the same steps in
+    bf16, forced along fp32's tokens."""
     model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.float32, attn_implementation=attention,
                                                                trust_remote_code=False).eval()
-    kwargs = {"attention_mask": torch.ones_like(input_ids), **as_dtype(generate_kwargs or {}, torch.float32)}   # a processor's bf16 pixels (Llama 4's), as an fp32 model takes them
+    # a processor's bf16 pixels (Llama 4's), as an fp32 model takes them
+    kwargs = {"attention_mask": torch.ones_like(input_ids), **as_dtype(generate_kwargs or {}, torch.float32)}
     with torch.no_grad():
         out = model.generate(input_ids=input_ids, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                              output_scores=True, return_dict_in_generate=True, **kwargs)
-    seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]   # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
+    # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
+    seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]
     logprobs = torch.stack([s[0].float().log_softmax(-1) for s in out.scores]).to(torch.float16)
     with torch.no_grad(): logprobs16 = along_tokens(model.to(torch.bfloat16), seq.tolist(), input_ids=input_ids, **as_dtype(kwargs, torch.bfloat16))
     del model, out; gc.collect()
@@ -109,7 +113,8 @@ def first_difference(cpu_tokens:list, dev_tokens:list)->int|None: # 0-based inde
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #2a3691f7
 def generation_steps(cpu_tokens:list, dev_tokens:list, logprobs, logprobs16, tokenizer, first:int|None)->list: # one dict per step
-    "Per step: both tokens' texts, the gap under the CPU's distribution up to the first difference and the gap bf16 allows there, the CPU's top-2 margin."
+    """Per step: both tokens' texts, the gap under the CPU's distribution up to the first difference and the gap bf16
+    allows there, the CPU's top-2 margin."""
     rows = []
     for i in range(max(len(cpu_tokens), len(dev_tokens))):
         c = cpu_tokens[i] if i < len(cpu_tokens) else None

@@ -163,10 +163,12 @@ def norm_gain(m:torch.nn.Module)->torch.nn.Parameter|None:
     return w if "norm" in type(m).__name__.lower() and isinstance(w, torch.nn.Parameter) and w.dim() == 1 else None
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #8630c209
-NORM_NEAR_ZERO = 0.1 # a normalisation's gains whose mean size is under this were drawn near zero (a random init's std is 0.02): a trained model's are about 1
+# a normalisation's gains whose mean size is under this were drawn near zero (a random init's std is 0.02): a trained model's are about 1
+NORM_NEAR_ZERO = 0.1
 
 def live_norms(model:torch.nn.Module)->int: # how many normalisations' gains were set
-    "Set to 1 the gains of every normalisation whose gains were drawn near zero (not all zero), as a trained model's are: the signal then reaches the head."
+    """Set to 1 the gains of every normalisation whose gains were drawn near zero (not all zero), as a trained model's are:
+    the signal then reaches the head."""
     n = 0
     with torch.no_grad():
         for m in model.modules():
@@ -176,12 +178,15 @@ def live_norms(model:torch.nn.Module)->int: # how many normalisations' gains wer
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #69f932f8
 def output_layer(model, # a transformers model
                 )->tuple: # (its name, the layer), or (None, None) for a model without one
-    "The layer that makes a model's logits: its output embeddings (a language model's head), else its last Linear or convolution, an auxiliary head's aside, with one output a label, a label or none (a detector's), or a token (a CTC head's, a captioner's)."
+    """The layer that makes a model's logits: its output embeddings (a language model's head), else its last Linear or
+    convolution, an auxiliary head's aside, with one output a label, a label or none (a detector's), or a token (a CTC
+    head's, a captioner's)."""
     out = model.get_output_embeddings()
     n, vocab = getattr(model.config, "num_labels", None), getattr(model.config.get_text_config(), "vocab_size", None)
     wanted = {n, n + 1 if n else None, vocab} - {None}
     for name, m in reversed(list(model.named_modules())):
-        if "auxiliary" in name: continue   # a segmenter's auxiliary head (BEiT's, DPT's) is trained beside the decode head, and gives no logits at inference
+        # a segmenter's auxiliary head (BEiT's, DPT's) is trained beside the decode head, and gives no logits at inference
+        if "auxiliary" in name: continue
         if out is not None and m is out and isinstance(m, torch.nn.Linear): return name, m
         if out is None and (isinstance(m, torch.nn.Linear) and m.out_features in wanted or isinstance(m, torch.nn.Conv2d) and m.out_channels in wanted): return name, m
     return None, None
@@ -195,7 +200,8 @@ def final_norm(model)->tuple: # (its name, the module), or (None, None)
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #121f71a3
 def noise_image(config)->dict: # {"pixel_values": a batch of one}, empty where the config names no image size
-    "An image of normal noise at the size and channels a vision config names (its own or its `vision_config`'s), as a processor's normalised pixels are."
+    """An image of normal noise at the size and channels a vision config names (its own or its `vision_config`'s), as a
+    processor's normalised pixels are."""
     vision = getattr(config, "vision_config", None) or config
     size, channels = getattr(vision, "image_size", None), getattr(vision, "num_channels", 3)
     if isinstance(size, dict): size = [size.get("height"), size.get("width")]
@@ -207,7 +213,8 @@ def noise_image(config)->dict: # {"pixel_values": a batch of one}, empty where t
 def measured_spread(model, # a random transformers model, in float32
                     head:torch.nn.Module, # its output layer (`output_layer`)
                    )->float|None: # the standard deviation of the head's outputs, or None where the model takes no text alone
-    "How far apart the head's outputs are on the model's own dummy inputs (a few token ids: a text model's), or on an image of noise at its size (a vision model's), measured at the head."
+    """How far apart the head's outputs are on the model's own dummy inputs (a few token ids: a text model's), or on an
+    image of noise at its size (a vision model's), measured at the head."""
     seen = []
     hook = head.register_forward_hook(lambda m, args, out: seen.append(float(out.detach().float().std())))
     try:
@@ -223,10 +230,15 @@ def measured_spread(model, # a random transformers model, in float32
 def sharp_output(model, # a random transformers model, in float32
                  spread:float=LOGIT_SPREAD,
                 )->str: # what was done, for the table: "lm_head x25.1", or why nothing was
-    "Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`): scaled so that its outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input embeddings; a layer already as sharp (T5's) is left alone."
+    """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`): scaled so that its
+    outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its
+    bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input
+    embeddings; a layer already as sharp (T5's) is left alone."""
     name, head = output_layer(model)
-    if head is None and model.base_model is model: return live_layers(model)   # a bare model: its hidden states are its output, so its layers must matter
-    if head is None: return "no output layer found: left as drawn"   # a head that is no Linear over labels (a detector's text-query head, a mask classifier's)
+    # a bare model: its hidden states are its output, so its layers must matter
+    if head is None and model.base_model is model: return live_layers(model)
+    # a head that is no Linear over labels (a detector's text-query head, a mask classifier's)
+    if head is None: return "no output layer found: left as drawn"
     factor = spread / (measured_spread(model, head) or float(head.weight.detach().flatten(1).norm(dim=1).mean()))
     if factor <= 1: return f"{name} left as drawn (already sharp)"
     tied = any(m.weight is head.weight for m in model.modules() if isinstance(m, torch.nn.Embedding))
@@ -246,7 +258,8 @@ def save_tiny(dest:Path, # the repo folder to write
               head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
               prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure)
              )->str: # what was done to its output layer (`sharp_output`), and to its norms (`live_norms`)
-    "Random weights from a fixed seed (no weight matrix left at zero, no normalisation's gains near zero), the output layer drawn sharp, saved in bf16 with the tokenizer or processor."
+    """Random weights from a fixed seed (no weight matrix left at zero, no normalisation's gains near zero), the output
+    layer drawn sharp, saved in bf16 with the tokenizer or processor."""
     torch.manual_seed(seed_of(dest.name))
     model = no_zero_weights(model_class(config).eval())
     norms = live_norms(model)   # before the head is measured: what reaches it
@@ -377,7 +390,8 @@ def save_gemma3(dest:Path, catalog:Path):
 def hub_layout(dest:Path, # a checkpoint folder written by `save_tiny`
                processor, # its processor
               ):
-    "Rewrite a processor's files as the Hub's checkpoints hold them: one file per part (naming the processor class), the processor's own arguments, the chat template in chat_template.json."
+    """Rewrite a processor's files as the Hub's checkpoints hold them: one file per part (naming the processor class), the
+    processor's own arguments, the chat template in chat_template.json."""
     parts = ("image_processor", "video_processor")
     edit_json(dest/"processor_config.json", lambda d: [d.pop(k, None) for k in parts])   # what is left: the processor's own arguments
     (dest/"chat_template.jinja").unlink(missing_ok=True)
@@ -517,7 +531,8 @@ def save_dinov2(dest:Path, catalog:Path):
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #d1e45b01
 def save_dpt_depth(dest:Path, catalog:Path):
-    "A tiny DPT depth estimator at 224 pixels with DPT's image processor; its weights drawn five times wider than transformers' default, so that its map has depths (at the default, its head's ReLUs leave zeros and 1e-8s)."
+    """A tiny DPT depth estimator at 224 pixels with DPT's image processor; its weights drawn five times wider than
+    transformers' default, so that its map has depths (at the default, its head's ReLUs leave zeros and 1e-8s)."""
     config = transformers.DPTConfig(**{**TINY_VIT, "num_hidden_layers": 4}, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 64],
                                     fusion_hidden_size=32, head_in_index=-1, initializer_range=0.1)
     save_tiny(dest, transformers.DPTForDepthEstimation, config, transformers.DPTImageProcessorPil(size={"height": 224, "width": 224}))
@@ -538,7 +553,9 @@ ADE_LABELS = ["wall", "building", "sky", "floor", "tree", "ceiling", "road", "be
 def sure_segmenter(model, # a transformers semantic segmenter with a `decode_head.classifier` (SegFormer's), in float32
                    processor, # its image processor
                    spread:float=LOGIT_SPREAD):
-    "Scale a random segmenter's classifier, its bias zeroed, so that its logits over the photograph spread across the labels as a trained one's: a random head leaves every pixel at a near-tie, where the check could not tell a wrong map."
+    """Scale a random segmenter's classifier, its bias zeroed, so that its logits over the photograph spread across the
+    labels as a trained one's: a random head leaves every pixel at a near-tie, where the check could not tell a wrong
+    map."""
     head = model.decode_head.classifier
     with torch.no_grad():
         head.bias.zero_()
@@ -547,7 +564,8 @@ def sure_segmenter(model, # a transformers semantic segmenter with a `decode_hea
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #e2f45b02
 def save_segformer(dest:Path, catalog:Path):
-    "A tiny SegFormer semantic segmenter over eight ADE20K labels at 224 pixels, with SegFormer's image processor; its head made sure on the photograph."
+    """A tiny SegFormer semantic segmenter over eight ADE20K labels at 224 pixels, with SegFormer's image processor; its
+    head made sure on the photograph."""
     images = transformers.SegformerImageProcessorPil(size={"height": 224, "width": 224})
     config = transformers.SegformerConfig(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128], num_attention_heads=[1, 2, 4, 8], decoder_hidden_size=32,
                                           **labels(ADE_LABELS))
@@ -559,7 +577,8 @@ def spread_outputs(layer, # a torch.nn.Linear
                    std:float, # the standard deviation its outputs get over the rows of x
                    offset=0.0, # their mean: a number, or one per output
                   ):
-    "Redraw a linear layer so that its outputs over the rows of `x` spread with `std` around `offset`: a random head whose rows all look alike made to tell them apart."
+    """Redraw a linear layer so that its outputs over the rows of `x` spread with `std` around `offset`: a random head
+    whose rows all look alike made to tell them apart."""
     x = x.reshape(-1, x.shape[-1]).float()
     w = torch.randn(layer.out_features, layer.in_features)
     w = w * (std / ((x - x.mean(0)) @ w.T).std(0).clamp_min(1e-12))[:, None]
@@ -582,7 +601,9 @@ COCO_LABELS = ["person", "bicycle", "car", "cat", "dog", "couch", "bed", "remote
 def sure_detector(model, # a YOLOS object detector, in float32
                   processor, # its image processor
                   spread:float=LOGIT_SPREAD):
-    "Make a random YOLOS detect on the photograph: its detection tokens drawn wide, each head's hidden layers at He's scale, its last layers redrawn on the photograph (labels spread as a trained head's logits, boxes about a quarter of the image wide)."
+    """Make a random YOLOS detect on the photograph: its detection tokens drawn wide, each head's hidden layers at He's
+    scale, its last layers redrawn on the photograph (labels spread as a trained head's logits, boxes about a quarter of
+    the image wide)."""
     x = processor(images=photo(), return_tensors="pt")
     with torch.no_grad():   # at transformers' initialisation the detection tokens are one token: every query gives the same box, and none is kept
         torch.nn.init.normal_(model.vit.embeddings.detection_tokens, std=1.0)
@@ -592,7 +613,8 @@ def sure_detector(model, # a YOLOS object detector, in float32
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #d4413603
 def save_yolos(dest:Path, catalog:Path):
-    "A tiny YOLOS object detector over eight COCO labels at 224 pixels, with YOLOS' image processor; made to detect on the photograph (`sure_detector`)."
+    """A tiny YOLOS object detector over eight COCO labels at 224 pixels, with YOLOS' image processor; made to detect on
+    the photograph (`sure_detector`)."""
     images = transformers.YolosImageProcessor(size={"shortest_edge": 224, "longest_edge": 320})
     config = transformers.YolosConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=[224, 224],
                                       num_detection_tokens=10, **labels(COCO_LABELS))
@@ -602,7 +624,11 @@ def save_yolos(dest:Path, catalog:Path):
 def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
                             processor, # its processor (image processor and tokenizer)
                             queries=DETECTION_QUERIES):
-    "Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's 0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets from their patches scaled down (scaled, not redrawn on the photograph: redrawn, they would magnify bf16's rounding of patches that a random tower hardly tells apart)."
+    """Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from
+    patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's
+    0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets from their
+    patches scaled down (scaled, not redrawn on the photograph: redrawn, they would magnify bf16's rounding of patches
+    that a random tower hardly tells apart)."""
     x = processor(text=[list(queries)], images=photo(), return_tensors="pt")
     head = model.class_head
     with torch.no_grad():
@@ -610,11 +636,14 @@ def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
         head.logit_scale.weight.zero_(); head.logit_scale.bias.fill_(7.0)   # elu(7) + 1: the similarities eight times wider
         spread_outputs(head.logit_shift, layer_input(model, head.logit_shift, x), 0.3, -0.9)
         box = model.box_head.dense2
-        box.bias.zero_(); box.weight.mul_(0.5 / float((layer_input(model, box, x) @ box.weight.T).std()))   # each box its patch's, moved by half a nat: at random they saturate to lines
+        # each box its patch's, moved by half a nat: at random they saturate to lines
+        box.bias.zero_(); box.weight.mul_(0.5 / float((layer_input(model, box, x) @ box.weight.T).std()))
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #924e455f
 def save_owlv2(dest:Path, catalog:Path):
-    "A tiny OWLv2 zero-shot detector at 224 pixels (7 x 7 boxes), with OWLv2's processor: its image processor and the byte-level CLIP tokenizer, 16 tokens a query as OWL's checkpoints have; made to detect on the photograph (`sure_zero_shot_detector`)."
+    """A tiny OWLv2 zero-shot detector at 224 pixels (7 x 7 boxes), with OWLv2's processor: its image processor and the
+    byte-level CLIP tokenizer, 16 tokens a query as OWL's checkpoints have; made to detect on the photograph
+    (`sure_zero_shot_detector`)."""
     tok = clip_tokenizer(dest)
     tok.model_max_length = 16
     config = transformers.Owlv2Config(text_config={**tiny_clip().config.to_dict(), "max_position_embeddings": 16}, vision_config=dict(**TINY_VIT, patch_size=32), projection_dim=32)
@@ -627,25 +656,31 @@ def sure_mask_classifier(model, # a Mask2Former, in float32
                          spread:float=2 * LOGIT_SPREAD, # the masks' logits' standard deviation over the photograph
                          shift:float=1.0, # how many of it the masks' logits sit below zero on average (more, and the decoder's masked attention, which masks where a mask is under one half, turns on bf16's rounding)
                         ):
-    "Make a random Mask2Former's queries differ: each query's mask drawn sharp and small on the photograph (its logits spread wide, below zero: a pixel's class is mostly the query whose mask reaches it most, its rivals nats below), then each query made sure of its own label (the class predictor solved on the photograph, by least squares). At random every query is every label a little, every pixel a near-tie, where the check could not tell a wrong map."
+    """Make a random Mask2Former's queries differ: each query's mask drawn sharp and small on the photograph (its logits
+    spread wide, below zero: a pixel's class is mostly the query whose mask reaches it most, its rivals nats below),
+    then each query made sure of its own label (the class predictor solved on the photograph, by least squares). At
+    random every query is every label a little, every pixel a near-tie, where the check could not tell a wrong map."""
     x = processor(images=photo(), return_tensors="pt")
     last = [m for m in model.model.transformer_module.decoder.mask_predictor.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         for _ in range(2):   # the masks steer the decoder's attention: scaled twice, to settle
             std = float(model(**x).masks_queries_logits.std())
             if std > 0 and math.isfinite(std): last.weight.mul_(spread / std); last.bias.mul_(spread / std)
-        pixels = model.model.pixel_level_module(x["pixel_values"]).decoder_last_hidden_state[0].mean((1, 2))   # the pixel embeddings' mean: a mask's logits move with it
+        # the pixel embeddings' mean: a mask's logits move with it
+        pixels = model.model.pixel_level_module(x["pixel_values"]).decoder_last_hidden_state[0].mean((1, 2))
         last.bias.sub_(shift * spread * pixels / pixels.pow(2).sum())
         head = model.class_predictor
         q = layer_input(model, head, x).reshape(-1, head.in_features).float()   # the queries, as the last decoder layer leaves them
         target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)
-        target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD   # query i: label i (the labels taken in turn), no object unlikely
+        # query i: label i (the labels taken in turn), no object unlikely
+        target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD
         solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
         head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #5f10203b
 def save_mask2former(dest:Path, catalog:Path):
-    "A tiny Mask2Former universal segmenter over eight ADE20K labels at 224 pixels (a Swin backbone, ten queries), with Mask2Former's image processor; its queries made to differ (`sure_mask_classifier`)."
+    """A tiny Mask2Former universal segmenter over eight ADE20K labels at 224 pixels (a Swin backbone, ten queries), with
+    Mask2Former's image processor; its queries made to differ (`sure_mask_classifier`)."""
     images = transformers.Mask2FormerImageProcessor(size={"height": 224, "width": 224}, do_reduce_labels=True)
     swin = transformers.SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=7, image_size=224, out_features=["stage1", "stage2", "stage3", "stage4"])
     config = transformers.Mask2FormerConfig(backbone_config=swin, hidden_dim=32, mask_feature_size=32, feature_size=32, num_queries=10, encoder_layers=1, decoder_layers=2,
@@ -654,7 +689,10 @@ def save_mask2former(dest:Path, catalog:Path):
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #70ae1d39
 def save_vit_gpt2(dest:Path, catalog:Path):
-    "A tiny ViT-GPT2 captioner in the Hub's layout of nlpconnect/vit-gpt2-image-captioning: a vision encoder-decoder (ViT's encoder, GPT-2's decoder with cross-attention), ViT's image processor beside a byte-level BPE tokenizer (SmolLM2's, no chat template), the decoder starting from BOS; its output embeddings untied and scaled by HEAD_SCALE (tied, the scale would grow its input embeddings too, and it would only repeat its start token)."
+    """A tiny ViT-GPT2 captioner in the Hub's layout of nlpconnect/vit-gpt2-image-captioning: a vision encoder-decoder
+    (ViT's encoder, GPT-2's decoder with cross-attention), ViT's image processor beside a byte-level BPE tokenizer
+    (SmolLM2's, no chat template), the decoder starting from BOS; its output embeddings untied and scaled by HEAD_SCALE
+    (tied, the scale would grow its input embeddings too, and it would only repeat its start token)."""
     tok = bpe_tokenizer(catalog)
     tok.chat_template = None
     ids = decoder_ids(tok)
@@ -703,7 +741,8 @@ def save_whisper(dest:Path, catalog:Path):
                                         begin_suppress_tokens=None, suppress_tokens=None)
     torch.manual_seed(seed_of(dest.name))
     model = transformers.WhisperForConditionalGeneration(config).eval()
-    with torch.no_grad(): model.model.decoder.layer_norm.weight.mul_(HEAD_SCALE)   # the logits scaled: a confident decoder (its output projection is tied to the embeddings)
+    # the logits scaled: a confident decoder (its output projection is tied to the embeddings)
+    with torch.no_grad(): model.model.decoder.layer_norm.weight.mul_(HEAD_SCALE)
     for k, v in whisper_generation(tok).items(): setattr(model.generation_config, k, v)   # Whisper's own fields, which `update` would not set
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)

@@ -23,8 +23,10 @@ def cache_length(n:int)->int:
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #d3eee8f3
 def generation_config(plan:dict, pad_token_id, cache_len:int):
-    "The run's GenerationConfig: greedy, a static cache of `cache_len` (transformers' own under the CPU's `defaults` probe), chunked prefill if planned and the settings keep it, no second compilation."
-    i, chunk, static = plan["inputs"], plan.get("settings", "card") == "card", plan.get("settings") != "defaults"   # defaults: the CPU's probe, transformers' own cache
+    """The run's GenerationConfig: greedy, a static cache of `cache_len` (transformers' own under the CPU's `defaults`
+    probe), chunked prefill if planned and the settings keep it, no second compilation."""
+    # defaults: the CPU's probe, transformers' own cache
+    i, chunk, static = plan["inputs"], plan.get("settings", "card") == "card", plan.get("settings") != "defaults"
     return transformers.GenerationConfig(max_new_tokens=i["max_new_tokens"], min_new_tokens=i.get("min_new_tokens") or None,
                                          do_sample=False, num_beams=1, cache_implementation="static" if static else None, max_cache_len=cache_len if static else None,
                                          prefill_chunk_size=(chunk and i.get("prefill_chunk_size")) or None, disable_compile=True,
@@ -56,7 +58,8 @@ def prompt_inputs(tok, plan:dict)->dict:
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #db5c8e5c
 def cache_written(cache)->bool:
-    "Whether the model wrote into a cache: keys in an attention layer, or a linear-attention layer's states (GPT-1 leaves the one generate gives it empty)."
+    """Whether the model wrote into a cache: keys in an attention layer, or a linear-attention layer's states (GPT-1 leaves
+    the one generate gives it empty)."""
     for layer in cache.layers:
         keys = getattr(layer, "keys", None)
         if torch.is_tensor(keys) and keys.numel() and keys.count_nonzero() > 0: return True
@@ -78,7 +81,8 @@ def fixed_shape_sequences(out, # generate's output as a dict (return_dict_in_gen
 
 # %% ../../../nbs/libraries/transformers/04_generation.ipynb #920a39c1
 def whole_layer(layer, n:int):
-    "A sliding-window layer's whole counterpart of `n` positions: a `StaticLayer`, or for a hybrid's layer (linear attention beside it) the hybrid full one."
+    """A sliding-window layer's whole counterpart of `n` positions: a `StaticLayer`, or for a hybrid's layer (linear
+    attention beside it) the hybrid full one."""
     if isinstance(layer, transformers.cache_utils.LinearAttentionLayer):
         return transformers.cache_utils.LinearAttentionAndStaticFullAttentionLayer(n, number_of_states=layer.number_of_states)
     return transformers.StaticLayer(n)
@@ -87,14 +91,16 @@ def whole_layer(layer, n:int):
 def static_cache(model, max_cache_len:int,
                  encoder_len:int=0, # the length of the states the decoder cross-attends to: an encoder-decoder's encoder output, or those a decoder is given
                 ):
-    "The model's static KV cache with its sliding-window layers kept whole, and for a decoder given states to cross-attend to (BLIP's text decoder) their static cache beside its own; None where generate builds the right one."
+    """The model's static KV cache with its sliding-window layers kept whole, and for a decoder given states to
+    cross-attend to (BLIP's text decoder) their static cache beside its own; None where generate builds the right one."""
     def whole(n:int)->tuple:   # the StaticCache generate would build, its sliding-window layers whole; and whether it had any
         cache = transformers.StaticCache(config=model.config, max_cache_len=n)
         slides = [isinstance(l, transformers.StaticSlidingWindowLayer) for l in cache.layers]
         cache.layers = [whole_layer(l, n) if s else l for s, l in zip(slides, cache.layers)]
         return cache, any(slides)
     own, sliding = whole(max_cache_len)
-    given = encoder_len > 0 and not model.config.is_encoder_decoder   # generate builds its own cache alone, too short for the states it does not know of
+    # generate builds its own cache alone, too short for the states it does not know of
+    given = encoder_len > 0 and not model.config.is_encoder_decoder
     if not (sliding or given): return None
     return transformers.EncoderDecoderCache(own, whole(encoder_len)[0]) if model.config.is_encoder_decoder or given else own
 
@@ -113,7 +119,8 @@ def generate_twice(model, inputs:dict, plan:dict, device:str, state:dict, pad_to
     enc = inputs["encoder_outputs"][0].shape[1] if "encoder_outputs" in inputs else inputs["encoder_hidden_states"].shape[1] if "encoder_hidden_states" in inputs else 0
     own_cache = plan.get("settings") != "defaults" and static_cache(model, n, enc) is not None
     if own_cache: gc_.cache_implementation = gc_.max_cache_len = None  # generate refuses both a cache and a cache_implementation
-    shapes = plan.get("eager") and plan.get("settings", "card") != "defaults"  # the CPU's check of the card's or the closest settings: are the shapes fixed?
+    # the CPU's check of the card's or the closest settings: are the shapes fixed?
+    shapes = plan.get("eager") and plan.get("settings", "card") != "defaults"
     gc_.return_dict_in_generate = bool(shapes)
     gen = lambda: model.generate(**dev_inputs, generation_config=gc_, **({"cache": static_cache(model, n, enc)} if own_cache else {}))
     with torch.inference_mode():

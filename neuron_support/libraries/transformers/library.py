@@ -40,13 +40,17 @@ DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no run
     "MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES": "a keypoint matcher (points matched across two images)",
     "MODEL_FOR_MASK_GENERATION_MAPPING_NAMES": "a promptable segmenter (masks for given points or boxes)",
     "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES": "an image-to-image model (an image out: super-resolution)"}
-ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection", "GroundingDinoForObjectDetection", "MMGroundingDinoForObjectDetection") # the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair, or (Grounding DINO's) for each box and token of one prompt of the queries
-UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation") # the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
+# the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair, or (Grounding DINO's) for each box and token of
+# one prompt of the queries
+ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection", "GroundingDinoForObjectDetection", "MMGroundingDinoForObjectDetection")
+# the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
+UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation")
 DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS} # declared class -> what it gives
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
-IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto")) # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
+# its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
+IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto"))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #b594addf
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -59,7 +63,8 @@ def is_moe(config:dict)->bool:
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #3fdbfae8
 def parallel_plans(model_type:str)->tuple: # (has a tp plan, has an ep plan)
     "Whether transformers declares a tensor-parallel and an expert-parallel plan for this model type."
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # the config classes start torch: asked only of a model that needs several cores
+    # the config classes start torch: asked only of a model that needs several cores
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     cls = CONFIG_MAPPING[model_type] if model_type in CONFIG_MAPPING else None
     return bool(getattr(cls, "base_model_tp_plan", None)), bool(getattr(cls, "base_model_ep_plan", None))
 
@@ -86,14 +91,18 @@ def vision_runner(arch:str, # architectures[0], or ""
                  )->tuple|None: # (runner name, head class name), or None for a model that is not a vision model
     "The vision runner and load class for a checkpoint, from its config alone."
     if arch.endswith("ForImageClassification") and arch in transformers_names(): return "run_image_classifier", arch
-    if arch in UNIVERSAL_SEGMENTERS and arch in transformers_names(): return "run_universal_segmentation", arch   # masks and their classes, read as a class for each pixel
-    if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch   # its head's map, not its backbone's states
-    if arch in MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_semantic_segmentation", arch   # a class for each pixel
+    # masks and their classes, read as a class for each pixel
+    if arch in UNIVERSAL_SEGMENTERS and arch in transformers_names(): return "run_universal_segmentation", arch
+    # its head's map, not its backbone's states
+    if arch in MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_depth_estimation", arch
+    # a class for each pixel
+    if arch in MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_semantic_segmentation", arch
     if model_type in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES and "text_config" in config and "vision_config" in config:
         declared = arch.endswith("Model") and arch in transformers_names()
         return "run_zero_shot_image", (arch if declared else "AutoModelForZeroShotImageClassification")
     if model_type in MODEL_FOR_IMAGE_MAPPING_NAMES: return "run_image_encoder", "AutoModel"
-    if arch in MODEL_FOR_IMAGE_MAPPING_NAMES.values() and arch in transformers_names(): return "run_image_encoder", arch   # a composite's image tower, saved alone
+    # a composite's image tower, saved alone
+    if arch in MODEL_FOR_IMAGE_MAPPING_NAMES.values() and arch in transformers_names(): return "run_image_encoder", arch
     return None
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #202e820a
@@ -111,7 +120,8 @@ def image_text_runner(arch:str, # architectures[0], or ""
                       model_type:str, # config.json's model_type
                       config:dict, # the parsed config.json
                      )->tuple|None: # ("run_multimodal", head class name), or None for a model that is not a vision-language model
-    "The vision-language runner and its load class: the declared image-text-to-text class, else the auto class for an image-text type with a vision tower."
+    """The vision-language runner and its load class: the declared image-text-to-text class, else the auto class for an
+    image-text type with a vision tower."""
     if arch in MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.values(): return None
     tower = "vision_config" in config
     sees = tower or model_type in IMAGE_PROCESSOR_MAPPING_NAMES   # a tower, or pixels its own embedding takes (Fuyu)
@@ -148,8 +158,12 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
 
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #f0784cff
-IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"} # model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
-CAPTIONERS = ("BlipForConditionalGeneration", "Pix2StructForConditionalGeneration", "GitForCausalLM") # declared classes of an image-text type that caption or read the photograph alone, as their Hub checkpoints' users call them (no chat template, no prompt; a question-answering Pix2Struct draws its question on the image, `unserved`; GIT's VQA checkpoints, tagged visual-question-answering, are on no list): `run_image_to_text`'s too
+# model type -> its class: models that read or caption an image with no prompt (TrOCR, ViT-GPT2), `run_image_to_text`'s
+IMAGE_TO_TEXT = {"vision-encoder-decoder": "VisionEncoderDecoderModel"}
+# declared classes of an image-text type that caption or read the photograph alone, as their Hub checkpoints' users call them (no chat template, no
+# prompt; a question-answering Pix2Struct draws its question on the image, `unserved`; GIT's VQA checkpoints, tagged visual-question-answering, are on
+# no list): `run_image_to_text`'s too
+CAPTIONERS = ("BlipForConditionalGeneration", "Pix2StructForConditionalGeneration", "GitForCausalLM")
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #5c1d2e02
 def unserved(arch:str, # architectures[0], or ""
@@ -160,12 +174,15 @@ def unserved(arch:str, # architectures[0], or ""
     if model_type in MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES: return "a video model (it takes frames, not one photograph): no runner serves it yet"
     if model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES and config.get("is_encoder_decoder") and arch not in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values():
         return "an object detector's base model, without its detection head (DetrModel's kin: states, not boxes): no runner serves it yet"
-    if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"   # its head's task, not its backbone's: never a bare encoder's verdict
+    # its head's task, not its backbone's: never a bare encoder's verdict
+    if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
-    if arch in MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values() and arch not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values():   # BLIP's, ViLT's; BLIP-2's generates from a prompt
+    # BLIP's, ViLT's; BLIP-2's generates from a prompt
+    if arch in MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values() and arch not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values():
         return "a visual question-answering model (a question through its own text encoder beside the image, not a language model's prompt): no runner serves it yet"
     if audio_language(config): return AUDIO_LANGUAGE
-    if arch and arch in {MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(t) for t in MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES}:   # saved alone, its type is the decoder's (musicgen_decoder)
+    # saved alone, its type is the decoder's (musicgen_decoder)
+    if arch and arch in {MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(t) for t in MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES}:
         return "the decoder of a text-to-audio model (one token stream per audio codebook): no runner serves it yet"
     if config.get("languages") and config.get("default_language") is None:
         return "a model of per-language adapters saved without a default language (its users call `set_default_language` first): no runner chooses one yet"
@@ -174,15 +191,18 @@ def unserved(arch:str, # architectures[0], or ""
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
 def causal_class(arch:str, model_type:str)->str:
-    "The class a causal LM loads with: `AutoModelForCausalLM`, or the declared class where that table does not route the config's type (a text config saved alone: `MllamaForCausalLM`)."
+    """The class a causal LM loads with: `AutoModelForCausalLM`, or the declared class where that table does not route the
+    config's type (a text config saved alone: `MllamaForCausalLM`)."""
     routed = (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or arch not in transformers_names()   # a custom class registered with the Auto class
               or model_type not in CONFIG_MAPPING_NAMES)   # a type transformers does not know fails to load, as it does for the checkpoint's users
     return "AutoModelForCausalLM" if routed else arch
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #65d6d37c
 def as_transformers_reads(config:dict)->dict:
-    "The config as transformers reads it: a timm checkpoint's (no model_type, a `pretrained_cfg`) as its timm wrapper's, with the wrapper's class for a head or none; any other as it is."
-    if "model_type" in config or not isinstance(cfg := config.get("pretrained_cfg"), dict): return config   # a pretrained_cfg that is no object: not timm's
+    """The config as transformers reads it: a timm checkpoint's (no model_type, a `pretrained_cfg`) as its timm wrapper's,
+    with the wrapper's class for a head or none; any other as it is."""
+    # a pretrained_cfg that is no object: not timm's
+    if "model_type" in config or not isinstance(cfg := config.get("pretrained_cfg"), dict): return config
     head = config.get("num_classes", cfg.get("num_classes", 1000))
     return {**config, "model_type": "timm_wrapper", "architectures": ["TimmWrapperForImageClassification" if head else "TimmWrapperModel"]}
 
@@ -193,9 +213,12 @@ def choose_runner(config:dict, # the parsed config.json
     config = as_transformers_reads(config)
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
     if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
-    if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch   # boxes: before the encoder-decoders, whose flag DETR's config sets
-    if arch in ZERO_SHOT_DETECTORS and arch in transformers_names(): return "run_zero_shot_detection", arch   # boxes for text queries: before the encoder-decoders (Grounding DINO's flag) and the zero-shot classifiers (whose table lists OWL's type)
-    if mt in IMAGE_TO_TEXT or arch in CAPTIONERS: return "run_image_to_text", IMAGE_TO_TEXT.get(mt, arch)   # a caption from the image alone, not a text encoder-decoder's prompt
+    # boxes: before the encoder-decoders, whose flag DETR's config sets
+    if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch
+    # boxes for text queries: before the encoder-decoders (Grounding DINO's flag) and the zero-shot classifiers (whose table lists OWL's type)
+    if arch in ZERO_SHOT_DETECTORS and arch in transformers_names(): return "run_zero_shot_detection", arch
+    # a caption from the image alone, not a text encoder-decoder's prompt
+    if mt in IMAGE_TO_TEXT or arch in CAPTIONERS: return "run_image_to_text", IMAGE_TO_TEXT.get(mt, arch)
     if audio := audio_runner(arch): return audio
     if image_text := image_text_runner(arch, mt, config): return image_text
     if masked_lm_head(arch, config): return "run_encoder", arch
@@ -256,7 +279,8 @@ ONE_CORE = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an enc
             "run_image_to_text": "an image-to-text encoder-decoder runs on one core"} # runner -> why its models run whole on one core
 
 def shards(runner:str, model_type:str)->bool:
-    "Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and vision-language runners), or by experts (`run_dense_ep`)."
+    """Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and
+    vision-language runners), or by experts (`run_dense_ep`)."""
     return runner == "run_dense_ep" or runner in ("run_dense", "run_multimodal") and parallel_plans(model_type)[0]
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #ab6949b0
@@ -478,7 +502,8 @@ def transformers_exclusion(info:ModelInfo, stack, token:str|None=None, max_cores
     return exclusion(info, stack, token, max_cores, api, fit=runner_and_fit, loader="transformers", known=CONFIG_MAPPING_NAMES)
 
 HERE = "neuron_support.libraries.transformers" # this folder, whose modules run.py carries
-FIRST = (f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks") # what every transformers run carries first: its facts, the load (its sharding) and transformers' own checks
+# what every transformers run carries first: its facts, the load (its sharding) and transformers' own checks
+FIRST = (f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks")
 
 TRANSFORMERS = Library(
     "transformers", TASKS, SELECTION_TASKS, transformers_plan, transformers_exclusion,

@@ -18,7 +18,9 @@ def image_text_inputs(proc, # the checkpoint's processor
                       plan:dict, # the run's plan: its prompt, and whether the checkpoint has a chat template
                       config=None, # the model's config: the image token it counts, where it names one
                      )->dict: # the processor's tensors: input_ids, attention_mask, pixel values and what else the family takes
-    "The card's prompt with the photograph: one user message through the chat template, or without one the processor's call on both (the prompt after the processor's image token where the call leaves the image out of the text, or refuses a text without it)."
+    """The card's prompt with the photograph: one user message through the chat template, or without one the processor's
+    call on both (the prompt after the processor's image token where the call leaves the image out of the text, or
+    refuses a text without it)."""
     prompt = plan["inputs"]["prompt"]
     if not plan["inputs"]["chat"]:
         token = getattr(proc, "image_token", None)
@@ -27,7 +29,8 @@ def image_text_inputs(proc, # the checkpoint's processor
             if not isinstance(token, str) or token in prompt: raise
             return dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))
         if isinstance(token, str) and token not in prompt and config_image_token(config) is not None and image_tokens(enc["input_ids"], proc, config) == 0:   # the model counts image tokens, and the processor wrote none
-            enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))   # its users write its image token before their question (GOT-OCR 2)
+            # its users write its image token before their question (GOT-OCR 2)
+            enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))
         return enc
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo()}, {"type": "text", "text": prompt}]}]
     return dict(proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"))
@@ -80,13 +83,15 @@ def caption_start(config)->torch.Tensor: # [1, 1] int64
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2aa522e0
 def caption_encoder(model)->torch.nn.Module|None:
-    "The part of an image-to-text model that reads the photograph before it generates: BLIP's vision tower, an encoder-decoder's encoder; None for a decoder that reads the pixels in its own first step (GIT)."
+    """The part of an image-to-text model that reads the photograph before it generates: BLIP's vision tower, an
+    encoder-decoder's encoder; None for a decoder that reads the pixels in its own first step (GIT)."""
     if hasattr(model, "text_decoder"): return model.vision_model
     return model.get_encoder() if model.config.is_encoder_decoder else None
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #23002b72
 def pixel_positions(model)->int:
-    "How many positions of its cache a decoder gives the image before its first id, as the model itself counts them (GIT's patches and their class token, `image_patch_tokens`); 0 where none says."
+    """How many positions of its cache a decoder gives the image before its first id, as the model itself counts them
+    (GIT's patches and their class token, `image_patch_tokens`); 0 where none says."""
     return next((int(m.image_patch_tokens) for m in model.modules() if isinstance(getattr(m, "image_patch_tokens", None), int)), 0)
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #a277cc24
@@ -94,7 +99,9 @@ def caption_generation(model, # an image-to-text model
                        encoded, # what its vision side (`caption_encoder`) made of the photograph; None where it has none
                        pixels:dict, # the image processor's tensors, on the device (pixel values, or Pix2Struct's patches and their mask)
                       )->dict: # decoder (what generates), inputs (its generate's), reference_ids (the CPU reference's generate's), eos_token_id (None: its generation config's), prefix (cache positions before the first id)
-    "What generates the caption, from what: a decoder that reads the pixels itself (GIT), from its BOS after them; an encoder-decoder, from its start token and the encoder's output (masked as the processor masked its input); BLIP's text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."
+    """What generates the caption, from what: a decoder that reads the pixels itself (GIT), from its BOS after them; an
+    encoder-decoder, from its start token and the encoder's output (masked as the processor masked its input); BLIP's
+    text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."""
     if encoded is None:
         bos = model.generation_config.bos_token_id
         if not isinstance(bos, int): raise ValueError(f"{type(model).__name__}'s generation config names no bos_token_id ({bos!r}): its generate has no id to start from")
@@ -107,7 +114,8 @@ def caption_generation(model, # an image-to-text model
         return {"decoder": model, "inputs": {"input_ids": start, "attention_mask": torch.ones_like(start) if mask is None else mask, "encoder_outputs": encoded},
                 "reference_ids": start[0].tolist(), "eos_token_id": None, "prefix": 0}
     text, states = model.config.text_config, encoded[0]
-    if not all(isinstance(i, int) for i in (text.bos_token_id, text.eos_token_id)):   # a config that names none: BLIP's own generate cannot begin either
+    # a config that names none: BLIP's own generate cannot begin either
+    if not all(isinstance(i, int) for i in (text.bos_token_id, text.eos_token_id)):
         raise ValueError(f"{type(model).__name__}'s text config names no bos_token_id or eos_token_id ({text.bos_token_id}, {text.eos_token_id}): its generate has no ids to start from")
     bos = torch.tensor([[text.bos_token_id]])
     return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
@@ -117,7 +125,9 @@ def caption_generation(model, # an image-to-text model
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #7a0d6bad
 def run_image_to_text(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image-to-text model (a vision encoder-decoder, BLIP's, Pix2Struct's or GIT's captioner): the photograph through its image processor, the vision side once, compiled (GIT's in its decoder's first step), then the decoder's compiled greedy generation from its start token."
+    """An image-to-text model (a vision encoder-decoder, BLIP's, Pix2Struct's or GIT's captioner): the photograph through
+    its image processor, the vision side once, compiled (GIT's in its decoder's first step), then the decoder's compiled
+    greedy generation from its start token."""
     images = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
@@ -136,7 +146,8 @@ def run_image_to_text(plan:dict, path:str, device:str, state:dict)->dict:
 def captioned(text:str, # the caption
               who:str, # whose it is: the device's, the CPU's
               scale:int=2, lines:int=3, width:int=48)->torch.Tensor: # [3, H, W] picture in 0..1
-    "The photograph with a caption written under it, on white: `who: text`, wrapped to `lines` lines (cut with an ellipsis), drawn at `scale` times the photograph's size."
+    """The photograph with a caption written under it, on white: `who: text`, wrapped to `lines` lines (cut with an
+    ellipsis), drawn at `scale` times the photograph's size."""
     import textwrap
     from PIL import Image, ImageDraw
     im = photo(); im = im.resize((im.width * scale, im.height * scale))
@@ -150,7 +161,8 @@ def captioned(text:str, # the caption
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #0add0602
 def check_caption(plan:dict, path:str, out:dict, cache_dir)->dict:
-    "The generation's check, with the photograph, and each caption written under it: the device's (`image.png`) and the CPU's fp32 one (`image_cpu.png`), where the CPU ran."
+    """The generation's check, with the photograph, and each caption written under it: the device's (`image.png`) and the
+    CPU's fp32 one (`image_cpu.png`), where the CPU ran."""
     c = check_generation(plan, path, out, cache_dir)
     cpu = c.get("details", {}).get("CPU fp32 text")
     pictures = {INPUT_PICTURE: photo_tensor(), "image.png": captioned(out["text"], f"{plan['device']} ({plan['backend']})"),

@@ -38,7 +38,8 @@ def run_seq2seq(plan:dict, path:str, device:str, state:dict)->dict:
     model = load_model(transformers.AutoModelForSeq2SeqLM, path, plan, device)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     inputs = prompt_inputs(tok, plan)
-    inputs = pad_to(inputs, min(cache_length(inputs["input_ids"].shape[1]), max_positions(model.config)), pad, "right")  # the encoder's shape, whatever the prompt
+    # the encoder's shape, whatever the prompt
+    inputs = pad_to(inputs, min(cache_length(inputs["input_ids"].shape[1]), max_positions(model.config)), pad, "right")
     state["phase"] = "gen"
     encoder = compiled(model.get_encoder(), plan)
     with torch.inference_mode():

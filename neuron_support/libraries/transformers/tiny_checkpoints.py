@@ -66,7 +66,9 @@ def wanted(model_type:str, cls:str, only:list|None)->bool:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b3e45a31
 def built_as(group:str, model_type:str, cls_name:str)->str:
-    "The group whose reader a class is built with: the vision-language runner's for a class of an image-text-to-text type that takes the type's whole config (a tower and a language model), as the plan sends it there; else the group that listed it."
+    """The group whose reader a class is built with: the vision-language runner's for a class of an image-text-to-text type
+    that takes the type's whole config (a tower and a language model), as the plan sends it there; else the group that
+    listed it."""
     whole = model_type in modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES and getattr(getattr(transformers, cls_name), "config_class", None) is CONFIG_MAPPING[model_type]
     return "run_multimodal" if group in IMAGE_GROUPS and whole else group
 
@@ -120,7 +122,8 @@ LAYER_INDEX_INT = re.compile(r"(_attn_index|_layer_index|_layer_idx|_layer_id|la
 NECK_KEYS = ("backbone_out_indices", "out_indices", "out_features") # the lists of a backbone's layers a neck reads, in order
 
 def neck_outputs(d:dict)->int:
-    "How many of a config's layers a neck reads (the longest of `NECK_KEYS`' lists), where its stages are its layers (it counts them, as a transformer does); 0 else."
+    """How many of a config's layers a neck reads (the longest of `NECK_KEYS`' lists), where its stages are its layers (it
+    counts them, as a transformer does); 0 else."""
     if not any(isinstance(d.get(k), int) and not isinstance(d.get(k), bool) for k in LAYERS): return 0
     return max((len(d[k]) for k in NECK_KEYS if isinstance(d.get(k), list)), default=0)
 
@@ -128,7 +131,9 @@ def neck_outputs(d:dict)->int:
 def kept_outputs(old:dict, # the config as it was
                  n:int, # its layers now
                 )->dict: # the keys to update
-    "A backbone's outputs at the shrunk depth `n`: as many as a neck read, the last layers (`backbone_out_indices` count from the first layer, `out_indices` from the stem); as they were where its stages are not its layers; derived again where it named one or none."
+    """A backbone's outputs at the shrunk depth `n`: as many as a neck read, the last layers (`backbone_out_indices` count
+    from the first layer, `out_indices` from the stem); as they were where its stages are not its layers; derived again
+    where it named one or none."""
     many = {k: len(old[k]) for k in NECK_KEYS if isinstance(old.get(k), list) and len(old[k]) > 1}
     if not many: return {k: None for k in ("out_features", "out_indices") if old.get(k) is not None}
     if not neck_outputs(old): return {}   # a ResNet's or a ConvNeXt's stages: its lists of blocks, as they were
@@ -140,7 +145,8 @@ def kept_outputs(old:dict, # the config as it was
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bb224200
-four_stage_swin = lambda s: dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s) # a Swin backbone of four stages (Swin's own override is for its two): a block each, heads that divide each stage's width, the last 8 x 64 wide
+# a Swin backbone of four stages (Swin's own override is for its two): a block each, heads that divide each stage's width, the last 8 x 64 wide
+four_stage_swin = lambda s: dict(depths=[1, 1, 1, 1], num_heads=[2, 4, 8, 16], hidden_size=512 * s)
 OVERRIDES = {
     "jamba": dict(attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, use_mamba_kernels=False),
     "mamba2": dict(num_heads=8, head_dim=16, n_groups=1, expand=2),
@@ -215,11 +221,13 @@ MROPE = {**dict.fromkeys(("qwen2_vl_text", "qwen2_5_vl_text", "paddleocr_vl_text
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #a92c9c0c
 def layer_plan(d:dict)->tuple: # (number of layers, {key: shortened per-layer list})
-    "Two layers, or one of each kind where the config lists its layers' kinds (a hybrid keeps every kind); one more where the last layers reuse earlier layers' caches."
+    """Two layers, or one of each kind where the config lists its layers' kinds (a hybrid keeps every kind); one more where
+    the last layers reuse earlier layers' caches."""
     n_default = next((d[k] for k in LAYERS if isinstance(d.get(k), int)), None)
     kinds = list(dict.fromkeys(d["layer_types"])) if isinstance(d.get("layer_types"), list) else []
     shared = d.get("num_kv_shared_layers")
-    n = max(2, len(kinds), neck_outputs(d)) + (isinstance(shared, int) and isinstance(n_default, int) and 0 < shared < n_default)   # Gemma 3n: a layer of each kind makes its cache, the last one reuses it
+    # Gemma 3n: a layer of each kind makes its cache, the last one reuses it
+    n = max(2, len(kinds), neck_outputs(d)) + (isinstance(shared, int) and isinstance(n_default, int) and 0 < shared < n_default)
     lists = {}
     for k, v in d.items():
         if not isinstance(v, list) or n_default is None or len(v) != n_default or not v: continue
@@ -240,7 +248,8 @@ def relative(v:int, # a size that follows the head size
              old:int, new:int, # the head size, before and after
              least:int=2, # its smallest value
             )->int:
-    "`v` at the new head size: its ratio to the head kept, an even number, at least `least`; 0 stays 0 (a head with no rotary part: GLM-5's sparse layers)."
+    """`v` at the new head size: its ratio to the head kept, an even number, at least `least`; 0 stays 0 (a head with no
+    rotary part: GLM-5's sparse layers)."""
     return 0 if v == 0 else max(least, round(v * new / old / 2) * 2)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #763f0e68
@@ -296,22 +305,26 @@ def kept_expert_choice(d:dict)->dict:
     return d
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #40afde46
-MERGES = (4, 9, 16) # a vision merger's blocks (2 x 2, 3 x 3, 4 x 4 patches): a hidden size that many times a width is that width's patches, concatenated
+# a vision merger's blocks (2 x 2, 3 x 3, 4 x 4 patches): a hidden size that many times a width is that width's patches, concatenated
+MERGES = (4, 9, 16)
 
 def merged_width(v:int, widths:dict, scale:int)->int:
-    "A hidden size at the tiny width: the tiny width of the tree's width it is, or of the width it is a merger's multiple of (Muse Spark's 4 x 1536), else the tiny width."
+    """A hidden size at the tiny width: the tiny width of the tree's width it is, or of the width it is a merger's multiple
+    of (Muse Spark's 4 x 1536), else the tiny width."""
     if v in widths: return widths[v]
     return next((widths[w] * (v // w) for w in widths if v % w == 0 and v // w in MERGES), 64 * scale)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #cedc2013
 def kept_widths(d:dict, widths:dict, scale:int)->dict:
-    "The width-like fields of `d` that are not size keys: the tiny width where they are one of the tree's widths (in a list of channels too), or a hidden size (a square multiple of a width keeps its multiple)."
+    """The width-like fields of `d` that are not size keys: the tiny width where they are one of the tree's widths (in a
+    list of channels too), or a hidden size (a square multiple of a width keeps its multiple)."""
     tiny = sizes(scale)
     for k, v in list(d.items()):
         if k in tiny or not isinstance(v, int) or isinstance(v, bool): continue
         if re.search(r"(^|_)hidden_size$", k) and v >= 128: d[k] = merged_width(v, widths, scale)
         elif v in widths and not NOT_WIDTH.search(k) and re.search(r"hidden|embed|dim|width|_size$|channels", k): d[k] = widths[v]
-    for k, v in list(d.items()):   # a list of widths (SAM's downsampling channels, whose last is the next tower's width): each of the tree's widths in it made tiny
+    # a list of widths (SAM's downsampling channels, whose last is the next tower's width): each of the tree's widths in it made tiny
+    for k, v in list(d.items()):
         if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v) and re.search(r"channels|dims?$", k) and set(v) & set(widths):
             d[k] = [widths.get(x, x) for x in v]
     return d
@@ -331,7 +344,8 @@ def kept_layers(d:dict, n:int, lists:dict)->dict:
 def kept_layer_override(o:dict, # one layer's overrides of the config's sizes
                         d:dict, old:dict, # the config, tiny and as it was
                         n:int, scale:int)->dict:
-    "The override made tiny as its config was: its heads at the tiny count, its key-value heads and head-relative sizes in their old ratios to the config's head."
+    """The override made tiny as its config was: its heads at the tiny count, its key-value heads and head-relative sizes
+    in their old ratios to the config's head."""
     base = lambda c: {k: c[k] for k in (*WIDTH, *HEADS, *HEAD_DIM) if k in c}
     tiny = kept_head_ratios({**base(d), **scaled_sizes(dict(o), n, scale)}, {**base(old), **o})
     return {k: tiny[k] for k in o}
@@ -358,12 +372,14 @@ def shrink(d:dict, # a config as config.json holds it
     if isinstance(d.get("per_layer_config"), dict) and d["per_layer_config"]:  # overrides of some layers: the first one, made tiny, on the last layer
         d["per_layer_config"] = {n - 1: kept_layer_override(next(iter(d["per_layer_config"].values())), d, old, n, scale)}
     if isinstance(d.get("first_k_dense_replace"), int): d["first_k_dense_replace"] = min(d["first_k_dense_replace"], 1)
-    if isinstance(shared := old.get("num_kv_shared_layers"), int) and shared:   # the layers that reuse earlier ones' caches: the last one (`layer_plan` added it), or all where all do (an assistant's)
+    # the layers that reuse earlier ones' caches: the last one (`layer_plan` added it), or all where all do (an assistant's)
+    if isinstance(shared := old.get("num_kv_shared_layers"), int) and shared:
         d["num_kv_shared_layers"] = n if shared == next((old[k] for k in LAYERS if isinstance(old.get(k), int)), None) else 1
     d.update(kept_outputs(old, n))
     if vocab:  # the tokenizer's ids where the config names them (an encoder-decoder's start token too), its size where it has one
         d.update({k: v for k, v in vocab.items() if k in d or k == "decoder_start_token_id" and d.get("is_encoder_decoder")})
-        for k in ("unpadded_vocab_size", "vocab_size_per_layer_input"):   # Inkling 2's rows before padding, Gemma 4's per-layer embeddings: the tokenizer's all
+        # Inkling 2's rows before padding, Gemma 4's per-layer embeddings: the tokenizer's all
+        for k in ("unpadded_vocab_size", "vocab_size_per_layer_input"):
             if isinstance(d.get(k), int) and "vocab_size" in vocab: d[k] = vocab["vocab_size"]
     for k, v in list(d.items()):
         if isinstance(v, dict) and "model_type" in v: d[k] = shrink(v, vocab, scale, widths)  # text_config, vision_config, encoder, decoder...
@@ -384,7 +400,8 @@ def config_class(model_type:str, cls_name:str)->type:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #bf86b5d6
 def config_defaults(cls, vision:bool=False)->dict:
-    "The config class's defaults; with `vision`, a vision sub-config it leaves unset at that sub-config's own defaults (Gemma 4 Unified's checkpoints all have the tower its image tokens need)."
+    """The config class's defaults; with `vision`, a vision sub-config it leaves unset at that sub-config's own defaults
+    (Gemma 4 Unified's checkpoints all have the tower its image tokens need)."""
     d = cls().to_dict()
     sub = (getattr(cls, "sub_configs", None) or {}).get("vision_config")
     if vision and "vision_config" in d and d["vision_config"] is None and sub is not None: d["vision_config"] = sub().to_dict()
@@ -392,7 +409,8 @@ def config_defaults(cls, vision:bool=False)->dict:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #df0cddfe
 def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, decoder:bool=False, scale:int=1, vision:bool=False):
-    "The defaults of the config class `cls_name` takes (`vision`: with a vision tower; a head's outputs, `HEAD_OUTPUTS`), shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."
+    """The defaults of the config class `cls_name` takes (`vision`: with a vision tower; a head's outputs, `HEAD_OUTPUTS`),
+    shrunk at `scale`, declaring `cls_name`, over the vocabulary `vocab` (tokenizer_ids; {} for none)."""
     cls = config_class(model_type, cls_name)
     d = {k: v for k, v in config_defaults(cls, vision).items() if k not in ("transformers_version", "architectures")}
     if cls_name in HEAD_OUTPUTS: d.update(out_indices=HEAD_OUTPUTS[cls_name], out_features=None)
@@ -401,7 +419,9 @@ def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, deco
     return cls(**{**d, "architectures": [cls_name], **head_kwargs})
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #a4d6724d
-HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11]) # a head that reads layers its type's defaults do not name: what its checkpoints set (BEiT's segmenters read four of twelve; the class refuses fewer), shrunk as a neck's
+# a head that reads layers its type's defaults do not name: what its checkpoints set (BEiT's segmenters read four of twelve; the class refuses fewer),
+# shrunk as a neck's
+HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11])
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e73bd0f0
 def head_kwargs(cls_name:str)->dict:
@@ -416,7 +436,8 @@ def head_kwargs(cls_name:str)->dict:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0680daec
 def caption_reader()->tuple: # (processor, token ids)
-    "A vision encoder-decoder's processor: TrOCR's, a ViT image processor beside the demo's byte-level BPE tokenizer (no chat template: its users give no prompt)."
+    """A vision encoder-decoder's processor: TrOCR's, a ViT image processor beside the demo's byte-level BPE tokenizer (no
+    chat template: its users give no prompt)."""
     tok = bpe_tokenizer(build_demo())
     tok.chat_template = None
     return transformers.TrOCRProcessor(image_processor=transformers.ViTImageProcessor(), tokenizer=tok), tokenizer_ids(tok)
@@ -450,8 +471,10 @@ def image_text_classes(model_type:str)->tuple: # (processor class, image process
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #130b9781
 TOKEN_KEY = re.compile(r"^(\w+_token)_(id|index)$") # a config key that names a token by its id: image_token_id, boi_token_index...
-STANDARD_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token", "mask_token", "decoder_start_token") # the tokenizer's own
-CONVENTIONAL = {"image_token": "<image>", "video_token": "<video>", "audio_token": "<audio>"} # the texts processors hard-code for these (PaliGemma's `<image>`)
+# the tokenizer's own
+STANDARD_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token", "mask_token", "decoder_start_token")
+# the texts processors hard-code for these (PaliGemma's `<image>`)
+CONVENTIONAL = {"image_token": "<image>", "video_token": "<video>", "audio_token": "<audio>"}
 PROCESSOR_SOURCES = {"glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr": "glm4v", "qwen2_5_omni_thinker": "qwen2_5_omni",
                      "qwen3_omni_moe_thinker": "qwen3_omni_moe", "diffusion_gemma": "gemma4", "instructblipvideo": "instructblip", "mistral4": "mistral3",
                      "fast_vlm": "llava", "glmga": "glm46v",   # FastVLM is LLaVA with a FastViT tower; GLM-4.6V's processor, before the GLM-GA image processor
@@ -463,14 +486,16 @@ FEATURE_SOURCES = {"nemotron_h_omni": "parakeet_encoder", "wav2vec2-bert": "seam
 # a type whose checkpoints keep another family's feature extractor (Nemotron-H Omni's audio is Parakeet's; w2v-BERT 2.0's filter banks are SeamlessM4T's)
 NO_CHAT_TEMPLATE = ("paligemma", "blip", "blip-2", "instructblip", "instructblipvideo", "florence2", "kosmos-2", "kosmos-2.5", "idefics", "fuyu", "git",
                     "pix2struct", "udop", "pp_formulanet", "got_ocr2", "chameleon", "vision-encoder-decoder")
-PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}), # a CLIP tower's class token, which the processor must count
+# a CLIP tower's class token, which the processor must count
+PROCESSOR_OVERRIDES = {**dict.fromkeys(("llava", "llava_next", "llava_next_video", "llava_onevision"), {"num_additional_image_tokens": 1}),
                        "perception_lm": {"patch_size": 16}, "fast_vlm": {"patch_size": 64},
                        "chameleon": {"image_seq_length": 256}} # its tower's patches, or pixels a token (in the timm architecture's name, no config field); Chameleon's tiny VQ's 16 x 16 codes
 PLACEHOLDERS = {"hunyuan_vl": "{image_start_token}{image_token}{image_end_token}", "qianfan_ocr": "<image>",
                 "pp_chart2table": "{image_token}" * 256}   # its processor leaves the image's 256 tokens to the chat template, as its checkpoints' template writes them
 TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its patch tokens
 ADDS_OWN_TOKENS = ("instructblip", "instructblipvideo", "blip-2")
-SENTENCEPIECE = ("fuyu",) # processors that drop the first token of their image's placeholders, taking it for the `▁` a SentencePiece tokenizer writes first
+# processors that drop the first token of their image's placeholders, taking it for the `▁` a SentencePiece tokenizer writes first
+SENTENCEPIECE = ("fuyu",)
 SYNONYMS = {**dict.fromkeys(("image_seq_length", "image_seq_len", "num_image_tokens"), ("image_seq_length", "image_seq_len", "num_image_tokens", "mm_tokens_per_image"))}
 # a processor argument, and the config keys that may hold its value
 
@@ -499,24 +524,29 @@ def processor_class(model_type:str)->type:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c233ee4c
 def vision_fields(config:dict)->dict:
-    "The vision tower's (its vision or backbone sub-config's, else the top's) image size, patch size and merges, the tiles of an image, and the tokens an image is, where the config says."
+    """The vision tower's (its vision or backbone sub-config's, else the top's) image size, patch size and merges, the
+    tiles of an image, and the tokens an image is, where the config says."""
     v = next((c for k, c in config.items() if isinstance(c, dict) and ("vision" in k or "backbone" in k) and "model_type" in c), config.get("vq_config") or config)   # a detector's backbone is its tower: LW-DETR's windows divide its image size
     out = {k: v[k] for k in ("image_size", "patch_size", "temporal_patch_size") if isinstance(v.get(k), (int, list)) and not isinstance(v.get(k), bool)}
     if isinstance(v.get("resolution"), int) and "image_size" not in out: out["image_size"] = v["resolution"]   # a VQ image tokenizer's (Chameleon's)
     if isinstance(v.get("spatial_merge_size"), int): out["merge_size"] = v["spatial_merge_size"]
-    if isinstance(config.get("image_grid_pinpoints"), list): out["image_grid_pinpoints"] = config["image_grid_pinpoints"]   # the tiles of LLaVA-NeXT's kin
+    # the tiles of LLaVA-NeXT's kin
+    if isinstance(config.get("image_grid_pinpoints"), list): out["image_grid_pinpoints"] = config["image_grid_pinpoints"]
     seq = [c.get(n) for c in (config, *(x for x in config.values() if isinstance(x, dict))) for n in SYNONYMS["image_seq_length"]]
     if any(isinstance(x, int) for x in seq): out["image_seq_length"] = next(x for x in seq if isinstance(x, int))
     return out
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #eefc94dc
-PIXEL_COUNT = 4096 # an "edge" above this is a count of pixels: the Qwen-VL kin's budgets (`shortest_edge` 56 x 56), which any tower takes; they stay the type's own
+# an "edge" above this is a count of pixels: the Qwen-VL kin's budgets (`shortest_edge` 56 x 56), which any tower takes; they stay the type's own
+PIXEL_COUNT = 4096
 
 def follow(part, # an image or video processor, at its defaults
            fields:dict, # `vision_fields`
           ):
-    "The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size (not a budget of pixels), its image tokens; no timestamps drawn on frames."
-    if getattr(part, "draw_on_frames", False): part.draw_on_frames = False   # Ernie 4.5 VL's video processor needs the font file its checkpoints ship; a photograph has no frames to draw on
+    """The part brought to the model's sizes: its patch and merge sizes, every edge of its sizes at the tower's image size
+    (not a budget of pixels), its image tokens; no timestamps drawn on frames."""
+    # Ernie 4.5 VL's video processor needs the font file its checkpoints ship; a photograph has no frames to draw on
+    if getattr(part, "draw_on_frames", False): part.draw_on_frames = False
     have = part.to_dict()
     args = {"draw_on_frames": False} if "draw_on_frames" in have else {}   # and so does the part made below
     for k in ("patch_size", "temporal_patch_size", "merge_size", "image_grid_pinpoints"):
@@ -533,14 +563,16 @@ def follow(part, # an image or video processor, at its defaults
     return part
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ed9c9417
-IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"temporal_patch_size": 1}, # what a type's checkpoints set on their image processor that no config field gives:
+# what a type's checkpoints set on their image processor that no config field gives:
+IMAGE_PART_OVERRIDES = {"florence2": {"image_seq_length": 50}, "dots3_note": {"temporal_patch_size": 1},
                         "emu3": {"min_pixels": 128 * 128, "max_pixels": 128 * 128}}
 # Florence-2's tokens of an image, the DaViT tower's 7 x 7 patches of 32 on its 224-pixel crop and one pooled token (577 at its checkpoints' 768)
 # Dots3's tower embeds each patch of one frame (a 2-D convolution), where the Qwen2-VL processor it borrows stacks two
 # Emu3's budget of pixels (512 x 512 at the least): 128 x 128, its tiny VQ's 16 x 16 codes and a row's end each, 272 tokens (4,160)
 
 def processor_parts(pcls, model_type:str, tok, config:dict)->dict:
-    "Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video processors and feature extractor."
+    """Each part of `pcls`: the tokenizer given, a second tokenizer (a Q-Former's) of WordPiece, the type's image and video
+    processors and feature extractor."""
     parts, fields, source = {}, vision_fields(config), PROCESSOR_SOURCES.get(model_type, model_type)
     made = lambda table, own=source: registered(table.get(own) or table.get(model_type))()
     for attr in pcls.get_attributes():
@@ -560,10 +592,12 @@ def tower_patches(config:dict)->int|None:
     return (f["image_size"] // f["patch_size"]) ** 2 if isinstance(f.get("image_size"), int) and isinstance(f.get("patch_size"), int) else None
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #93211ffb
-ONE_TOKEN_A_PATCH = ("deepseek_vl", "deepseek_vl_hybrid") # processors whose default count of image tokens is their checkpoints' tower's patches (DeepSeek-VL's 576: 24 x 24), not the tiny tower's
+# processors whose default count of image tokens is their checkpoints' tower's patches (DeepSeek-VL's 576: 24 x 24), not the tiny tower's
+ONE_TOKEN_A_PATCH = ("deepseek_vl", "deepseek_vl_hybrid")
 
 def processor_args(pcls, config:dict, model_type:str="")->dict:
-    "The processor's own arguments: from the config by name or synonym, the tower's patches for a count of image tokens unset (or `ONE_TOKEN_A_PATCH`'s), then `PROCESSOR_OVERRIDES`."
+    """The processor's own arguments: from the config by name or synonym, the tower's patches for a count of image tokens
+    unset (or `ONE_TOKEN_A_PATCH`'s), then `PROCESSOR_OVERRIDES`."""
     params, flat = inspect.signature(pcls.__init__).parameters, {}
     def walk(c):
         for k, v in c.items():
@@ -588,7 +622,8 @@ def image_expansion(proc, placeholder:str)->list:
     except Exception: return []
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0f6e891b
-CODEBOOKS = {"chameleon": ([("vq_config", "num_embeddings", lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i)) + "Z", None)], ()), # 12: IMGIMGBCZ
+# 12: IMGIMGBCZ
+CODEBOOKS = {"chameleon": ([("vq_config", "num_embeddings", lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i)) + "Z", None)], ()),
              "emu3": ([("vq_config", "codebook_size", lambda i: f"<|visual token {i:06d}|>", None)], ("<|extra_200|>",)), # 12: <|visual token 000012|>; a row's end
              "apertus1p5": ([("vision_config", "codebook_size", lambda i: f"<|visual token {i}|>", "image_token_offset"),
                              ("audio_config", "codebook_size", lambda i: f"<|audio token {i}|>", "audio_token_offset")], ())}
@@ -596,7 +631,8 @@ CODEBOOKS = {"chameleon": ([("vq_config", "num_embeddings", lambda i: "IMGIMG" +
 # finds its codes by offset, not by name: Apertus 1.5's image codes, then its audio codes); and the tokens the model finds beside them (Emu3 ends each row of codes with one)
 
 def codebook_tokens(model_type:str, config:dict)->list:
-    "The tokens that name a VQ tokenizer's codes in the text vocabulary, in the order of its codebooks, and those the model finds beside them; [] for a model without one."
+    """The tokens that name a VQ tokenizer's codes in the text vocabulary, in the order of its codebooks, and those the
+    model finds beside them; [] for a model without one."""
     books, beside = CODEBOOKS.get(model_type, ([], ()))
     return [name(i) for sub, key, name, _ in books for i in range(config[sub][key])] + list(beside)
 
@@ -637,7 +673,8 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
     names = {} if model_type in ADDS_OWN_TOKENS else {stem: token_text(stem) for stem in token_stems(config)}
     plain = codebook_tokens(model_type, config)   # texts the processor looks up, with no name: a VQ codebook's names first
     for _ in range(20):
-        if model_type in SENTENCEPIECE: tok = metaspace_tokenizer(plain, extra_special_tokens=names)   # its image's tokens words of the vocabulary, as the checkpoints' are
+        # its image's tokens words of the vocabulary, as the checkpoints' are
+        if model_type in SENTENCEPIECE: tok = metaspace_tokenizer(plain, extra_special_tokens=names)
         else:
             tok = bpe_tokenizer(build_demo(), extra_special_tokens=names)
             if plain: tok.add_tokens(plain, special_tokens=True)
@@ -651,9 +688,12 @@ def multimodal_processor(model_type:str, config:dict): # (the processor, {token 
             plain.append(e.args[0]); continue
         own = {s: v for s in names if isinstance(v := getattr(proc, s, None), str) and v and v != names[s]
                and isinstance(i := getattr(proc, f"{s}_id", None), int) and i != tok.convert_tokens_to_ids(v)}
-        if own: names.update(own); continue   # a token the processor writes as text of its own but counts by the tokenizer's id (Cohere Compass's `<|IMAGE_PAD|>`): named by its text
+        # a token the processor writes as text of its own but counts by the tokenizer's id (Cohere Compass's `<|IMAGE_PAD|>`): named by its text
+        if own: names.update(own); continue
         unset = {s: token_text(s) for s, v in vars(proc).items() if s.endswith("_token") and v is None and s not in names}
-        if unset: names.update(unset); continue   # a token the processor reads from its tokenizer if there (Diffusion Gemma's audio tokens, which its call then requires): the checkpoints' tokenizers have it
+        # a token the processor reads from its tokenizer if there (Diffusion Gemma's audio tokens, which its call then requires): the checkpoints'
+        # tokenizers have it
+        if unset: names.update(unset); continue
         unknown = [v for k, v in vars(proc).items() if k.endswith(("_token", "_tag")) and isinstance(v, str) and v and v not in plain
                    and v not in names.values() and tok.convert_tokens_to_ids(v) in (None, tok.unk_token_id)]
         if not unknown:
@@ -678,7 +718,8 @@ def token_ids(proc, names:dict, model_type:str="", stems=())->dict:
     tok, out = proc.tokenizer, {}
     for stem, token in {**dict.fromkeys(stems), **names}.items():
         value = getattr(proc, TOKEN_OF.get(model_type, {}).get(stem, stem), None)
-        if str(value) in (names.get(s) for s in stems if s != stem): value = getattr(tok, stem, None)   # one token for two of the config's names (Gemma 3's image text is its begin-of-image): the tokenizer's
+        # one token for two of the config's names (Gemma 3's image text is its begin-of-image): the tokenizer's
+        if str(value) in (names.get(s) for s in stems if s != stem): value = getattr(tok, stem, None)
         token = str(value) if isinstance(value, str) or hasattr(value, "content") else token   # an AddedToken is its content
         if token is not None: out.update({f"{stem}_id": tok.convert_tokens_to_ids(token), f"{stem}_index": tok.convert_tokens_to_ids(token)})
     return out
@@ -689,7 +730,8 @@ def repeated_image_token(expansion:list, # the ids the processor makes of the im
     "The config's image token as the token the processor repeats for the photograph, where the one it names is not there; {} otherwise."
     (tid, n), = Counter(expansion).most_common(1) or [(None, 0)]
     if n < 2 or ids.get("image_token_id", ids.get("image_token_index")) in expansion: return {}
-    return {"image_token_id": tid, "image_token_index": tid, getattr(cls, "attribute_map", {}).get("image_token_id", "image_token_id"): tid}   # Molmo2's is image_patch_id
+    # Molmo2's is image_patch_id
+    return {"image_token_id": tid, "image_token_index": tid, getattr(cls, "attribute_map", {}).get("image_token_id", "image_token_id"): tid}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #55369236
 def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (processor, config keys it decides)
@@ -701,9 +743,11 @@ def multimodal_reader(model_type:str, cls_name:str, scale:int=1)->tuple: # (proc
     chat = model_type not in NO_CHAT_TEMPLATE and "chat_template" in inspect.signature(type(proc).__init__).parameters
     proc.chat_template = proc.tokenizer.chat_template = image_chat_template(image_placeholder(proc, names, model_type)) if chat else None
     ids = {**tokenizer_ids(proc.tokenizer), **token_ids(proc, names, model_type, token_stems(shaped))}
-    vocabulary = {"vocabulary_map": proc.tokenizer.get_vocab()} if "vocabulary_map" in shaped else {}   # where the model finds its codes' tokens by name (and its image token)
+    # where the model finds its codes' tokens by name (and its image token)
+    vocabulary = {"vocabulary_map": proc.tokenizer.get_vocab()} if "vocabulary_map" in shaped else {}
     codes = codebook_tokens(model_type, shaped)
-    offsets = codebook_offsets(model_type, shaped, proc.tokenizer.convert_tokens_to_ids(codes[0])) if codes else {}   # the codes' ids in the tiny vocabulary
+    # the codes' ids in the tiny vocabulary
+    offsets = codebook_offsets(model_type, shaped, proc.tokenizer.convert_tokens_to_ids(codes[0])) if codes else {}
     return proc, {**ids, **repeated_image_token(expansion, ids, cls), **vocabulary, **offsets}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fbb77a8b
@@ -718,7 +762,10 @@ def audio_processor(model_type:str, dest:Path, ctc:bool):
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #ec9e42cc
 def zero_shot_processor(model_type:str, dest:Path, cls_name:str|None=None):
-    "The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to `dest` (or, for a BERT text tower, MiniLM's WordPiece: Grounding DINO's model reads BERT's ids of [CLS], [SEP] and '.' as its prompt's delimiters); given the class, the tokenizer cut to its text tower's positions (OWL's 16 tokens a query, as its checkpoints' tokenizers are: its processor pads every query to the tokenizer's length)."
+    """The type's processor, built from its image processor's defaults and the demo's byte-level CLIP tokenizer, written to
+    `dest` (or, for a BERT text tower, MiniLM's WordPiece: Grounding DINO's model reads BERT's ids of [CLS], [SEP] and
+    '.' as its prompt's delimiters); given the class, the tokenizer cut to its text tower's positions (OWL's 16 tokens a
+    query, as its checkpoints' tokenizers are: its processor pads every query to the tokenizer's length)."""
     pcls, icls = image_text_classes(model_type)
     text = (config_class(model_type, cls_name)().to_dict().get("text_config") or {}) if cls_name else {}
     tok = wordpiece_tokenizer() if text.get("model_type") == "bert" else clip_tokenizer(dest)
@@ -765,7 +812,8 @@ NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: it
 # by type: why a class has no checkpoint a run could load (a SKIP that says so, where the table would otherwise say why the build failed)
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #7b1c0a02
-PAIR_LAYOUTS = {"longformer": "[CLS] $A [SEP] [SEP] $B [SEP]"} # by type: how its checkpoints' tokenizers (RoBERTa's) write a pair, where its model counts the separators
+# by type: how its checkpoints' tokenizers (RoBERTa's) write a pair, where its model counts the separators
+PAIR_LAYOUTS = {"longformer": "[CLS] $A [SEP] [SEP] $B [SEP]"}
 
 def one_token_type(model_type:str, cls_name:str)->bool:
     "Whether the config class's defaults have one token type (`type_vocab_size` 1): its checkpoints' tokenizers write none."
@@ -779,7 +827,8 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     if group == "run_image_to_text": return caption_reader()
     if model_type in NO_CHECKPOINT: raise LookupError(NO_CHECKPOINT[model_type])
     if model_type in IMAGE_PROCESSORS: return IMAGE_PROCESSORS[model_type](scale), {}
-    if group in ("run_zero_shot_detection", "run_universal_segmentation") and PROCESSOR_MAPPING_NAMES.get(model_type):   # text beside the image: OWL's queries, OneFormer's task
+    # text beside the image: OWL's queries, OneFormer's task
+    if group in ("run_zero_shot_detection", "run_universal_segmentation") and PROCESSOR_MAPPING_NAMES.get(model_type):
         proc = zero_shot_processor(model_type, dest, cls_name)
         return proc, tokenizer_ids(proc.tokenizer)
     if group in IMAGE_GROUPS: return registered(IMAGE_PROCESSOR_MAPPING_NAMES.get(PROCESSOR_SOURCES.get(model_type, model_type)))(), {}
@@ -794,13 +843,15 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     if group == "run_encoder" and one_token_type(model_type, cls_name):   # its tokenizers write no token types (XLM-R's): saved so
         names = [n for n in names if n != "token_type_ids"]
         tok = wordpiece_tokenizer(model_input_names=names)
-    else: tok = wordpiece_tokenizer() if group == "run_encoder" or masked else bpe_tokenizer(build_demo())   # XLM's masked LM, listed among the causal LMs too
+    # XLM's masked LM, listed among the causal LMs too
+    else: tok = wordpiece_tokenizer() if group == "run_encoder" or masked else bpe_tokenizer(build_demo())
     tok.model_input_names = names
     if model_type not in PAIR_LAYOUTS: return tok, tokenizer_ids(tok)
     backend = tok.backend_tokenizer
     backend.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair=PAIR_LAYOUTS[model_type], special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
     specials = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=names, **{s: getattr(tok, s) for s in specials})   # its tokenizer.json as it is (BERT's class would write its own layout)
+    # its tokenizer.json as it is (BERT's class would write its own layout)
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=names, **{s: getattr(tok, s) for s in specials})
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
@@ -821,7 +872,8 @@ def broken()->dict: # {model_type: {key: value}}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #fe782d07
 def defaults_refused(model_type:str, cls_name:str)->str|None:
-    "Why the class cannot be made from its config class's own defaults, untouched (the builder's starting point), or None where it can: then a failed build is the builder's."
+    """Why the class cannot be made from its config class's own defaults, untouched (the builder's starting point), or None
+    where it can: then a failed build is the builder's."""
     try:
         cfg = config_class(model_type, cls_name)
         with torch.device("meta"): getattr(transformers, cls_name)(cfg())
@@ -843,7 +895,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         config = (caption_config(ids, scale) if group == "run_image_to_text" else
                   tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal"))
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
-        if group in IMAGE_GROUPS or group == "run_zero_shot_detection":   # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224; OWLv2's 768, not 960)
+        # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224; OWLv2's 768, not 960)
+        if group in IMAGE_GROUPS or group == "run_zero_shot_detection":
             if hasattr(proc, "image_processor"): proc.image_processor = follow(proc.image_processor, vision_fields(config.to_dict()))
             else: proc = follow(proc, vision_fields(config.to_dict()))
         with torch.device("meta"): n = sum(p.numel() for p in model_cls(config).parameters())

@@ -21,7 +21,8 @@ def image_inputs(proc, # the checkpoint's image processor, or its processor (ima
                 )->dict: # float32 pixel values, and for zero-shot the labels' input_ids (and attention_mask)
     "The processor's tensors for the photograph, and the candidate labels' sentences when the plan has them."
     i = plan["inputs"]
-    if i.get("queries"): return model_inputs(proc(text=[list(i["queries"])], images=photo(), return_tensors="pt"))   # one image's queries, each alone, as the zero-shot detection pipeline passes them
+    # one image's queries, each alone, as the zero-shot detection pipeline passes them
+    if i.get("queries"): return model_inputs(proc(text=[list(i["queries"])], images=photo(), return_tensors="pt"))
     if "task_inputs" in inspect.signature(proc.__call__).parameters: return model_inputs(proc(images=photo(), task_inputs=["semantic"], return_tensors="pt"))   # OneFormer: the task its users ask for a class per pixel
     if not i.get("candidate_labels"): return model_inputs(proc(images=photo(), return_tensors="pt"))
     pad = dict(padding="max_length", max_length=64, truncation=True) if "siglip" in plan["model_type"] else dict(padding=True)
@@ -32,7 +33,8 @@ def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
     "An image encoder's output as rows: the pooled embedding (when it has the hidden size), then each patch's hidden state."
     h = out.last_hidden_state[0]
     if h.dim() == 3: h = h.flatten(1).T   # a convolutional feature map [C, H, W]: one row per position
-    elif h.dim() > 3: h = h.reshape(-1, h.shape[-1])   # a tower's states per image and tile ([images, tiles, patches, hidden]: Mllama's): one row per patch
+    # a tower's states per image and tile ([images, tiles, patches, hidden]: Mllama's): one row per patch
+    elif h.dim() > 3: h = h.reshape(-1, h.shape[-1])
     pooled = getattr(out, "pooler_output", None)
     if pooled is not None and pooled[0].numel() == h.shape[-1]: h = torch.cat([pooled[0].reshape(1, -1), h])
     return h.detach().float().cpu()
@@ -40,7 +42,9 @@ def embedding_rows(out)->torch.Tensor: # [rows, hidden], float32 on the CPU
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #f80c87a5
 def mask_class_logits(out, # a universal segmenter's output: a class for each query ([1, queries, labels + 1], no object last) and a mask ([1, queries, h, w])
                      )->torch.Tensor: # [labels, h, w] log-probabilities, float32 on the CPU
-    "A universal segmenter's queries read as a class for each pixel: each query's class probabilities (its no-object column dropped) weighted by its mask's, summed over the queries, in logs; transformers' `post_process_semantic_segmentation`, before its resize."
+    """A universal segmenter's queries read as a class for each pixel: each query's class probabilities (its no-object
+    column dropped) weighted by its mask's, summed over the queries, in logs; transformers'
+    `post_process_semantic_segmentation`, before its resize."""
     classes = out.class_queries_logits[0].detach().float().cpu().softmax(-1)[:, :-1]
     masks = out.masks_queries_logits[0].detach().float().cpu().sigmoid()
     return torch.einsum("qc,qhw->chw", classes, masks).clamp_min(1e-30).log()
@@ -49,14 +53,17 @@ def mask_class_logits(out, # a universal segmenter's output: a class for each qu
 def phrase_logits(logits:torch.Tensor, # [boxes, tokens]: a grounding detector's score of each box against each token of its prompt (-inf past the prompt)
                   input_ids:torch.Tensor, # [tokens]: the prompt, its queries joined by '.' ("cat. eye. ear. dog.")
                  )->torch.Tensor: # [boxes, queries]
-    "A grounding detector's logits as a query detector's: each box's logit for each query, the largest of its tokens', the tokens grouped by the delimiters between them as transformers' Grounding DINO groups them (`build_label_maps`)."
+    """A grounding detector's logits as a query detector's: each box's logit for each query, the largest of its tokens',
+    the tokens grouped by the delimiters between them as transformers' Grounding DINO groups them (`build_label_maps`)."""
     from transformers.models.grounding_dino.modeling_grounding_dino import build_label_maps
     spans = build_label_maps(logits[None], input_ids[None])[0].bool()   # [queries, tokens]
     if not len(spans): raise ValueError("the prompt has no token between its delimiters: no query to score a box against (a tokenizer that reads the queries as [CLS], [SEP], '.' or '?' alone)")
     return torch.stack([logits[:, span].max(-1).values for span in spans], -1)
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #52695b8e
-COMPARED = 3 # the version of what `vision_output` keeps, in the reference cache's key: bumped when it changes, so that no cached reference of the old parts meets a run's new ones (2: a tower's states per tile as rows; 3: the CPU kernels that misread a reference's input, `cpu_kernel`)
+# the version of what `vision_output` keeps, in the reference cache's key: bumped when it changes, so that no cached reference of the old parts meets
+# a run's new ones (2: a tower's states per tile as rows; 3: the CPU kernels that misread a reference's input, `cpu_kernel`)
+COMPARED = 3
 
 def vision_output(out, # the model's output
                   runner:str, # the plan's runner
@@ -67,7 +74,8 @@ def vision_output(out, # the model's output
     if runner == "run_image_encoder": return {"rows": embedding_rows(out)}
     if runner == "run_depth_estimation": return {"depth": f(out.predicted_depth[0])}   # [H, W], at the processor's size
     if runner in ("run_object_detection", "run_zero_shot_detection"):   # [queries, labels (+ no object)] or [boxes, text queries], [queries, 4]
-        logits = out.logits[0] if getattr(out, "input_ids", None) is None else phrase_logits(out.logits[0], out.input_ids[0])   # Grounding DINO's: its prompt's tokens
+        # Grounding DINO's: its prompt's tokens
+        logits = out.logits[0] if getattr(out, "input_ids", None) is None else phrase_logits(out.logits[0], out.input_ids[0])
         return {"logits": f(logits), "boxes": f(out.pred_boxes[0])}
     if runner == "run_universal_segmentation": return {"logits": mask_class_logits(out)}
     return {"logits": f(out.logits_per_image[0]), "image_embeds": f(out.image_embeds[0]).reshape(1, -1), "text_embeds": f(out.text_embeds)}
@@ -79,7 +87,8 @@ def vision_class(plan:dict):
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #931b18d9
 def run_image_classifier(plan:dict, path:str, device:str, state:dict)->dict:
-    "An image classifier (its logits), a semantic segmenter (its logits for each pixel) or a depth estimator (its map): the photograph through its image processor, one compiled forward pass."
+    """An image classifier (its logits), a semantic segmenter (its logits for each pixel) or a depth estimator (its map):
+    the photograph through its image processor, one compiled forward pass."""
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
                          lambda out: vision_output(out, plan["runner"]))
@@ -100,7 +109,10 @@ def run_image_encoder(plan:dict, path:str, device:str, state:dict)->dict:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #1f6af72f
 def run_zero_shot_image(plan:dict, path:str, device:str, state:dict)->dict:
-    "A model whose processor has a tokenizer beside its image processor, one compiled forward pass: a zero-shot image classifier (CLIP, SigLIP: the photograph and the candidate labels, their logits and embeddings), a zero-shot detector (its text queries) or a universal segmenter (OneFormer's task; Mask2Former's processor is its image processor alone)."
+    """A model whose processor has a tokenizer beside its image processor, one compiled forward pass: a zero-shot image
+    classifier (CLIP, SigLIP: the photograph and the candidate labels, their logits and embeddings), a zero-shot
+    detector (its text queries) or a universal segmenter (OneFormer's task; Mask2Former's processor is its image
+    processor alone)."""
     proc = transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False)
     return forward_twice(load_model(vision_class(plan), path, plan, device), image_inputs(proc, plan), plan, state, device,
                          lambda out: vision_output(out, plan["runner"]))
@@ -118,18 +130,22 @@ print("misreads" if not torch.equal(laid.nan_to_num(), contiguous.nan_to_num()) 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #12bc380a
 @functools.cache
 def grid_sample_misreads()->bool:
-    "Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous: `GRID_SAMPLE_PROBE`'s two samplings differ, or its process dies of the read (a signal); asked once a process, in a process of its own."
+    """Whether this torch's CPU kernel of `grid_sample` in bf16 misreads an input that is not contiguous:
+    `GRID_SAMPLE_PROBE`'s two samplings differ, or its process dies of the read (a signal); asked once a process, in a
+    process of its own."""
     p = subprocess.run([sys.executable, "-c", GRID_SAMPLE_PROBE], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     return p.returncode < 0 or p.stdout.strip() == "misreads"   # another failure (no torch, no memory) says nothing of the kernel
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #3739f7a7
-CPU_KERNEL_DEFECTS = { # torch function -> (whether its call reaches the defect, whether this torch has it, what it does): kernels whose failure is the CPU's
+# torch function -> (whether its call reaches the defect, whether this torch has it, what it does): kernels whose failure is the CPU's
+CPU_KERNEL_DEFECTS = {
     torch.nn.functional.grid_sample: (lambda input, *args, **kwargs: input.device.type == "cpu" and input.dtype == torch.bfloat16 and not input.is_contiguous(),
                                       grid_sample_misreads, "torch's CPU grid_sample in bf16 misreads an input that is not contiguous")}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #691df9d3
 class KernelWatch(torch.overrides.TorchFunctionMode):
-    "Around a call: `seen` lists what each CPU kernel of `CPU_KERNEL_DEFECTS` that the call reached with a misread input does, where this torch has the defect."
+    """Around a call: `seen` lists what each CPU kernel of `CPU_KERNEL_DEFECTS` that the call reached with a misread input
+    does, where this torch has the defect."""
     def __init__(self):
         super().__init__()
         self.seen = []
@@ -146,7 +162,8 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
         model = vision_class(plan).from_pretrained(path, dtype=dtype, attn_implementation=attention, trust_remote_code=False).eval()
         with torch.inference_mode(), KernelWatch() as watch:
             out = vision_output(model(**as_dtype(inputs, dtype)), plan["runner"])
-        return {**out, **({"cpu_kernel": "; ".join(watch.seen)} if watch.seen else {})}   # a CPU kernel that misread the call's input: the call says nothing of the model
+        # a CPU kernel that misread the call's input: the call says nothing of the model
+        return {**out, **({"cpu_kernel": "; ".join(watch.seen)} if watch.seen else {})}
     key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"], "compared": COMPARED}
     ref, attention = with_attention(lambda a: cpu_references({**key, "attention": a}, cache_dir, "vision", lambda dtype: call(dtype, a)))
     return {**ref, "attention": attention}
@@ -182,7 +199,8 @@ def check_zero_shot(ref:dict, dev:dict, labels:list, device:str="device")->dict:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #6350c698
 def vision_steps(plan:dict, ref:dict, dev:dict, id2label:dict|None)->list: # one dict per rank (or per kind of row)
-    "The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's (a depth map's figures, each map's; a detector's kept boxes)."
+    """The run's comparison, rank by rank, for its notebook: the CPU's fp32 and bf16 rankings beside the device's (a depth
+    map's figures, each map's; a detector's kept boxes)."""
     if plan["runner"] in ("run_semantic_segmentation", "run_universal_segmentation"):
         return [{"map": who, "pixels of fp32's class": f"{float((t.argmax(0) == ref['fp32']['logits'].argmax(0)).float().mean()):.2%}",
                  "classes, by pixels": class_shares(t, id2label)} for who, t in (("CPU fp32", ref["fp32"]["logits"]), ("CPU bf16", ref["bf16"]["logits"]), (plan["device"], dev["logits"]))]
@@ -221,13 +239,15 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
         c, picture = check_segmentation(ref, out["output"], id2label, device), {**picture, **segmentation_pictures(ref["fp32"]["logits"], out["output"]["logits"])}
     elif runner.endswith("_detection"):
         t = DETECTION_THRESHOLDS[runner]
-        held = {**ref, "bf16": ref["fp32"]} if kernel else ref   # no bf16 to give leeway by: the boxes held to fp32's within the check's own floors (IoU, a pixel, near-ties)
+        # no bf16 to give leeway by: the boxes held to fp32's within the check's own floors (IoU, a pixel, near-ties)
+        held = {**ref, "bf16": ref["fp32"]} if kernel else ref
         c, picture = check_detection(held, out["output"], id2label, device, t), {**picture, **detection_pictures(ref["fp32"], out["output"], id2label, t)}
     elif runner == "run_zero_shot_image": c = check_zero_shot(ref, out["output"], plan["inputs"]["candidate_labels"], device)
     else:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
         c = {**c, "prediction": c["prediction"].replace(" tokens:", " rows (pooled, then each patch):"), "cpu_match": c["cpu_match"].replace("at token", "at row")}
-    if kernel and not c["ok"]: c = {**c, "cpu_eager": f"the CPU's eager bf16 call is misread by the CPU's own kernel: {kernel}", "cpu_kernel": kernel}   # the CPU's failure: nothing of the model's
+    # the CPU's failure: nothing of the model's
+    if kernel and not c["ok"]: c = {**c, "cpu_eager": f"the CPU's eager bf16 call is misread by the CPU's own kernel: {kernel}", "cpu_kernel": kernel}
     return {"cpu_match": c["cpu_match"], "english": "", "check": cpu_check(ref["attention"]), "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
             "steps": vision_steps(plan, ref, out["output"], id2label), "images": picture, **{k: c[k] for k in ("cpu_eager", "cpu_kernel") if c.get(k)}}
 
@@ -246,7 +266,8 @@ def cosine(x:torch.Tensor, ref:torch.Tensor)->float:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a04
 def check_depth(ref:dict, dev:dict, device:str="device")->dict: # ok, cpu_match, prediction
-    "A depth map against fp32's: its relative error at most twice the CPU's bf16 map's (or under `DEPTH_ERROR_FLOOR`), its cosine at least `DEPTH_COSINE`."
+    """A depth map against fp32's: its relative error at most twice the CPU's bf16 map's (or under `DEPTH_ERROR_FLOOR`),
+    its cosine at least `DEPTH_COSINE`."""
     d32, d16, d = ref["fp32"]["depth"], ref["bf16"]["depth"], dev["depth"]
     err, err16, cos = relative_error(d, d32), relative_error(d16, d32), cosine(d, d32)
     prediction = f"depth on {device}: relative error {err:.4f} to CPU fp32 (CPU bf16 {err16:.4f}), cosine {cos:.5f}; fp32's depths {float(d32.min()):.3g} to {float(d32.max()):.3g}"
@@ -265,7 +286,8 @@ def depth_pictures(fp32:torch.Tensor, dev:torch.Tensor)->dict: # {file name: [3,
 SEGMENTATION_AGREEMENT = 0.99 # the least share of pixels whose class is fp32's, bf16's, or a near-tie of fp32's
 
 def pixel_agreement(l32:torch.Tensor, l16:torch.Tensor, ldev:torch.Tensor)->tuple: # (share of fp32's or bf16's class, share of a near-tie too)
-    "Of every pixel of [labels, h, w] logits: the share whose device class is fp32's or bf16's, and the share that also counts a near-tie bf16 could cause (`near_tie`'s rule, pixel by pixel)."
+    """Of every pixel of [labels, h, w] logits: the share whose device class is fp32's or bf16's, and the share that also
+    counts a near-tie bf16 could cause (`near_tie`'s rule, pixel by pixel)."""
     p32, p16, pdev = (t.argmax(0) for t in (l32, l16, ldev))
     same = (pdev == p32) | (pdev == p16)
     lp, lp16 = l32.float().log_softmax(0), l16.float().log_softmax(0)
@@ -283,11 +305,15 @@ def class_shares(logits:torch.Tensor, id2label:dict|None, top:int=3)->str:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a04
 def check_segmentation(ref:dict, dev:dict, id2label:dict|None, device:str="device")->dict: # ok, cpu_match, prediction
-    "A segmentation against fp32's: no logit NaN or infinite, and each pixel's class fp32's, bf16's, or a near-tie, for at least `SEGMENTATION_AGREEMENT` of the pixels; `Y` where every pixel's is fp32's, else how many are near-ties and bf16's."
+    """A segmentation against fp32's: no logit NaN or infinite, and each pixel's class fp32's, bf16's, or a near-tie, for
+    at least `SEGMENTATION_AGREEMENT` of the pixels; `Y` where every pixel's is fp32's, else how many are near-ties and
+    bf16's."""
     same, near = pixel_agreement(ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"])
     prediction = f"classes on {device}: {class_shares(dev['logits'], id2label)} | CPU fp32: {class_shares(ref['fp32']['logits'], id2label)}"
-    n16 = int((~torch.isfinite(ref["bf16"]["logits"])).sum())   # the CPU's eager bf16 call spoils its map: bf16's class there is no class, and the failure the CPU's too
-    for who, logits in (("CPU fp32", ref["fp32"]["logits"]), (device, dev["logits"])):   # a NaN pixel's argmax is a label all the same: said, never matched
+    # the CPU's eager bf16 call spoils its map: bf16's class there is no class, and the failure the CPU's too
+    n16 = int((~torch.isfinite(ref["bf16"]["logits"])).sum())
+    # a NaN pixel's argmax is a label all the same: said, never matched
+    for who, logits in (("CPU fp32", ref["fp32"]["logits"]), (device, dev["logits"])):
         if n := int((~torch.isfinite(logits)).sum()):
             return {"ok": False, "cpu_match": f"N {n} of the {who}'s logits are NaN or infinite" + (f" (the CPU's bf16: {n16})" if n16 else ""), "prediction": prediction,
                     **({"cpu_eager": f"the CPU's eager bf16 call gives {n16} NaN or infinite logits"} if n16 else {})}
@@ -295,7 +321,8 @@ def check_segmentation(ref:dict, dev:dict, id2label:dict|None, device:str="devic
     same32 = float((dev["logits"].argmax(0) == ref["fp32"]["logits"].argmax(0)).float().mean())
     if same32 == 1: return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     said = ([f"near-tie at {1 - same:.2%} of the pixels"] if same < 1 else []) + ([f"bf16's class at {same - same32:.2%}" + ("" if same < 1 else " of the pixels")] if same > same32 else [])
-    return {"ok": True, "cpu_match": "~ " + ", ".join(said), "prediction": prediction}   # Y only where every pixel is fp32's: bf16's own class said so, as a random map's near-ties flip whole
+    # Y only where every pixel is fp32's: bf16's own class said so, as a random map's near-ties flip whole
+    return {"ok": True, "cpu_match": "~ " + ", ".join(said), "prediction": prediction}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #e2f45a06
 def segmentation_pictures(l32:torch.Tensor, ldev:torch.Tensor, alpha:float=0.55)->dict: # {file name: [3, H, W] picture in 0..1}
@@ -310,14 +337,18 @@ def segmentation_pictures(l32:torch.Tensor, ldev:torch.Tensor, alpha:float=0.55)
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #4477e0aa
 DETECTION_THRESHOLD = 0.5 # the score a user's detection reaches: transformers' object-detection pipeline's default
 ZERO_SHOT_THRESHOLD = 0.1 # a zero-shot detection's: its pipeline's default (a box scored against free text is rarely sure)
-DETECTION_THRESHOLDS = {"run_object_detection": DETECTION_THRESHOLD, "run_zero_shot_detection": ZERO_SHOT_THRESHOLD} # runner -> the score of the boxes its users keep
+# runner -> the score of the boxes its users keep
+DETECTION_THRESHOLDS = {"run_object_detection": DETECTION_THRESHOLD, "run_zero_shot_detection": ZERO_SHOT_THRESHOLD}
 DETECTION_IOU = 0.9 # the least IoU of the device's box with fp32's
-BOX_PIXELS = 1.0 # a box whose corners are this near fp32's, in the photograph's pixels, passes whatever its IoU: a box a few pixels wide loses its IoU to a shift no one sees
+# a box whose corners are this near fp32's, in the photograph's pixels, passes whatever its IoU: a box a few pixels wide loses its IoU to a shift no
+# one sees
+BOX_PIXELS = 1.0
 DETECTION_TOP = 5 # the queries compared when fp32 keeps no box (a random checkpoint): its five likeliest
 
 def query_scores(logits:torch.Tensor, # [queries, labels] or [queries, labels + 1] (a "no object" column last)
                  id2label:dict|None)->tuple: # (scores [queries], labels [queries], log-probabilities [queries, labels])
-    "Each query's likeliest label, its score, and its log-probabilities over the labels: a softmax with the no-object column dropped (DETR's, YOLOS'), else a sigmoid per label."
+    """Each query's likeliest label, its score, and its log-probabilities over the labels: a softmax with the no-object
+    column dropped (DETR's, YOLOS'), else a sigmoid per label."""
     logits = logits.float()
     lp = logits.log_softmax(-1)[:, :-1] if id2label and logits.shape[-1] == len(id2label) + 1 else torch.nn.functional.logsigmoid(logits)
     best, label = lp.max(-1)
@@ -331,7 +362,8 @@ def xyxy(boxes:torch.Tensor)->torch.Tensor:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #a14c1c0b
 def box_corners(box:torch.Tensor, size:tuple)->torch.Tensor: # [x0, y0, x1, y1] in pixels
-    "A box given as (centre x, centre y, width, height) in fractions of the image, as its corners in the pixels of an image of `size` (width, height), clipped to it."
+    """A box given as (centre x, centre y, width, height) in fractions of the image, as its corners in the pixels of an
+    image of `size` (width, height), clipped to it."""
     if not torch.isfinite(box).all(): return torch.full((4,), math.nan)   # said so, never drawn
     W, H = size
     return torch.minimum((xyxy(box) * torch.tensor([W, H, W, H])).clamp_min(0), torch.tensor([W, H, W, H], dtype=torch.float32))
@@ -368,7 +400,8 @@ def same_box(boxes:torch.Tensor, box:torch.Tensor, q:int)->int:
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #fa00c0be
 def detection_text(scores, labels, id2label, threshold:float=DETECTION_THRESHOLD, limit:int=4)->str:
-    "`6 kept: cat 0.91, dog 0.84, ... and 2 more`: the kept queries' labels and scores, the surest first (or the likeliest, said so), short enough for `notes`; the boxes are in the steps and the pictures."
+    """`6 kept: cat 0.91, dog 0.84, ... and 2 more`: the kept queries' labels and scores, the surest first (or the
+    likeliest, said so), short enough for `notes`; the boxes are in the steps and the pictures."""
     kept, over = kept_queries(scores, threshold)
     kept = sorted(kept, key=lambda q: -float(scores[q]))
     text = ", ".join(f"{label_name(id2label, int(labels[q]))} {float(scores[q]):.2f}" for q in kept[:limit]) + (f" and {len(kept) - limit} more" if len(kept) > limit else "")
@@ -376,13 +409,17 @@ def detection_text(scores, labels, id2label, threshold:float=DETECTION_THRESHOLD
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #03270b19
 def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device", threshold:float=DETECTION_THRESHOLD)->dict: # ok, cpu_match, prediction
-    "Detections against fp32's: each box kept at `threshold` found on the device with IoU at least `DETECTION_IOU` (or no further from fp32's than twice bf16's box, or its corners within `BOX_PIXELS`), the same label (or bf16's, or a near-tie) and a score over the threshold (or at a near-tie of it); no box kept that fp32 does not keep."
+    """Detections against fp32's: each box kept at `threshold` found on the device with IoU at least `DETECTION_IOU` (or no
+    further from fp32's than twice bf16's box, or its corners within `BOX_PIXELS`), the same label (or bf16's, or a
+    near-tie) and a score over the threshold (or at a near-tie of it); no box kept that fp32 does not keep."""
     (s32, c32, lp32), (s16, c16, lp16), (sd, cd, _) = (query_scores(r["logits"], id2label) for r in (ref["fp32"], ref["bf16"], dev))
     b32, b16, bd = ref["fp32"]["boxes"], ref["bf16"]["boxes"], dev["boxes"]
     name = lambda i: repr(label_name(id2label, int(i)))
     prediction = f"boxes on {device}: {detection_text(sd, cd, id2label, threshold)} | CPU fp32: {detection_text(s32, c32, id2label, threshold)}"
     bad = lambda r: int((~torch.isfinite(r["logits"])).sum() + (~torch.isfinite(r["boxes"])).sum())
-    n16 = bad(ref["bf16"])   # the CPU's eager bf16 call spoils its output: no leeway to give, and a failure that is the CPU's too (the row's `cpu_eager`), not the device's alone
+    # the CPU's eager bf16 call spoils its output: no leeway to give, and a failure that is the CPU's too (the row's `cpu_eager`), not the device's
+    # alone
+    n16 = bad(ref["bf16"])
     fail = lambda said: {"ok": False, "cpu_match": "N " + said + (f" (the CPU's bf16: {n16} NaN or infinite)" if n16 else ""), "prediction": prediction,
                          **({"cpu_eager": f"the CPU's eager bf16 call gives {n16} NaN or infinite scores and box coordinates"} if n16 else {})}
     for who, r in (("CPU fp32", ref["fp32"]), (device, dev)):   # a NaN box matches nothing, and fp32's would leave nothing to compare with
