@@ -29,7 +29,10 @@ from .facts import RESULTS
 from .processes import hub_answers
 from .checkpoint_files import untrusted_json, UntrustedJSON
 from .untrusted import printable
-from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, demo_rows, frame, write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS, with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, DAMAGE, pairs, unchecked)
+from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, demo_rows, frame,
+                                    write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS,
+                                    with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS,
+                                    DAMAGE, pairs, unchecked)
 
 # %% ../nbs/21_app.ipynb #5ef5064d
 HF_DATASET = re.compile(r"hf://datasets/([\w.-]+/[\w.-]+)/?")
@@ -272,7 +275,8 @@ def popularity_or_none(tasks:list, libraries:list)->pd.DataFrame|None:
         return None
     try: return hub_popularity(tasks, libraries)
     except Exception as e:
-        import sys; print(f"neuron-support app: no popularity figures from the Hub ({type(e).__name__}): Downloads and Trending are in name order", file=sys.stderr)
+        import sys; print(f"neuron-support app: no popularity figures from the Hub ({type(e).__name__}): Downloads and Trending are in name order",
+                          file=sys.stderr)
         return None
 
 # %% ../nbs/21_app.ipynb #441ac709
@@ -653,7 +657,8 @@ ARCH_SHOWN = {"model_type": "model type", "class": "class", "group": "group", "r
 
 def architecture_display(rows:pd.DataFrame)->pd.DataFrame:
     "Architecture rows as the text table the pages show; the pair only where they hold several (the page says the one)."
-    t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [], damage=[damage_caught(r) for _, r in rows.iterrows()] if len(rows) else [])
+    t = rows.assign(culprit=[culprit(r) for _, r in rows.iterrows()] if len(rows) else [],
+                    damage=[damage_caught(r) for _, r in rows.iterrows()] if len(rows) else [])
     shown = [c for c in ARCH_SHOWN if c != "pair" or rows.pair.nunique() > 1]
     t = t[shown].rename(columns=ARCH_SHOWN).astype(object)
     return t.where(t.notna(), "").reset_index(drop=True)
@@ -801,7 +806,8 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
     if cfg is None: return dict(why=why)
     mt, cls = declared(cfg)
     family = self.family_of(cls) if not mt and cls else ""   # timm's config names an architecture: its family's row answers for it
-    if not mt and cls and not family: return dict(why=f"its config.json on the Hub names no model_type, and no family of the architecture tables has {cls}, so its architecture is not known")
+    if not mt and cls and not family: return dict(why=f"its config.json on the Hub names no model_type, and no family "
+                                                      f"of the architecture tables has {cls}, so its architecture is not known")
     if not (mt := mt or family): return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
     arch, tested = self.architecture_of(mt, cls), self.tested_of_type(mt)
     found = Counter(tested.result)
@@ -1029,7 +1035,8 @@ def web_app(self:Results)->"fastapi.FastAPI":
     def field(id:str="", pair:str="", name:str=""):   # a long field's whole text, which the model page links to
         text = self.field_text(id.strip(), pair or None, name)
         if text is None: return Response("not found", 404, media_type="text/plain")
-        return Response(text, media_type="text/plain; charset=utf-8", headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
+        return Response(text, media_type="text/plain; charset=utf-8",
+                        headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; sandbox"})
 
     @app.get("/notebook")
     def notebook(path:str=""):
@@ -1047,7 +1054,9 @@ def web_app(self:Results)->"fastapi.FastAPI":
     if not self.pairs:   # an architecture table alone: no models' tables to compare yet
         @app.get("/compiler")
         def compiler(): return answer(lambda: (404, render("bad_request.html", devices=self.devices,
-                                                            error="No table of models yet: the compiler's view compares the tables of models of two pairs, and this dataset holds architecture tables only.")))
+                                                            error="No table of models yet: the compiler's view compares "
+                                                                  "the tables of models of two pairs, and this dataset "
+                                                                  "holds architecture tables only.")))
         return app
     gr = quiet_gradio()
     return gr.mount_gradio_app(app, self.compiler_view(), "/compiler", footer_links=[], run_history=False, ssr_mode=False,

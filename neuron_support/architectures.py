@@ -17,7 +17,9 @@ from .facts import MAX_NEW_TOKENS
 from .registry import make_plan, library_stack, library_of, libraries
 from .plan import checkpoint_name
 from .script import render_run_py, script_identity
-from .publish import (CULPRITS, DAMAGE, architecture_path, architecture_frame, architecture_bytes, merge_architectures, read_architectures, table_path, read_table, stack_columns, OUTCOME_FILE, unchecked)
+from .publish import (CULPRITS, DAMAGE, architecture_path, architecture_frame, architecture_bytes,
+                                    merge_architectures, read_architectures, table_path, read_table, stack_columns,
+                                    OUTCOME_FILE, unchecked)
 from .sweep import sweep, SweepItem, run_folder, one_ray, ends_whole
 # Torch-free, as the sweep's driver is: the checkpoints are built by the library's `builder` in a process of its own.
 
@@ -142,7 +144,8 @@ def architecture_row(entry:dict, # a manifest entry
     "An architecture's row, from its run's row and its run's outcome."
     try: outcome = json.loads((Path(run_dir) / OUTCOME_FILE).read_text())
     except (OSError, ValueError): outcome = {}
-    return {**entry_columns(entry, stack), **{k: run.get(k) for k in RUN_COLUMNS}, "settings": outcome.get("settings") or None, "culprit": culprit(run, outcome, stack.library)}
+    return {**entry_columns(entry, stack), **{k: run.get(k) for k in RUN_COLUMNS},
+            "settings": outcome.get("settings") or None, "culprit": culprit(run, outcome, stack.library)}
 
 # %% ../nbs/24_architectures.ipynb #90c7e58e
 def runs_of(work:Path, pair:str)->dict:
@@ -177,7 +180,8 @@ def wider_verdict(row:dict, # an architecture's FAIL row
     if not wide or not (wide.get("result") == "PASS" or wide.get("cpu_eager") == "ok"): return row
     what = row.get("cpu_eager")   # the CPU's own error: what made it a failure the CPU shares
     return {**row, "result": "SKIP", "culprit": "builder",
-            "notes": f"the tiny checkpoint's own failure ({row['result']} on the CPU too: {str(what)[:160]}); {WIDER} times as wide it runs on the CPU ({wide['result']})"}
+            "notes": f"the tiny checkpoint's own failure ({row['result']} on the CPU too: {str(what)[:160]}); {WIDER} "
+                     f"times as wide it runs on the CPU ({wide['result']})"}
 
 # %% ../nbs/24_architectures.ipynb #4e656262
 def check_wider(rows:list, # the architecture rows this invocation made
@@ -187,7 +191,8 @@ def check_wider(rows:list, # the architecture rows this invocation made
     "The rows with each failure the CPU shares tried again four times as wide: the tiny checkpoint's own failures become builder SKIPs."
     suspects = {(r["model_type"], r["class"]): r for r in rows if r.get("culprit") in ("transformers", "settings")}
     if not suspects: return rows
-    say(f"{len(suspects)} failing on the CPU too: building them {WIDER} times as wide, to tell the architecture's failures from the tiny checkpoints'")
+    say(f"{len(suspects)} failing on the CPU too: building them {WIDER} times as wide, to tell the architecture's "
+        f"failures from the tiny checkpoints'")
     wide = {(e["model_type"], e["class"]): e for e in build_checkpoints(library, [f"{mt}:{c}" for mt, c in suspects], root, say, WIDER)}
     plans = {k: plan_entry(e, stack, sweep_args["time_limit"], {})[0] for k, e in wide.items() if "skip" not in e}
     items = [i for i in plans.values() if i is not None]
@@ -255,7 +260,8 @@ def power(table:pd.DataFrame)->list: # lines of text, none where no row was run 
     caught = lambda t, d: f"{(t[f'damage_{d}'] == 'FAIL(output)').sum()}/{t[f'damage_{d}'].notna().sum()}"
     share = lambda t: f"{sum((t[f'damage_{d}'] == 'FAIL(output)').sum() for d in DAMAGE) / max(1, sum(t[f'damage_{d}'].notna().sum() for d in DAMAGE)):.0%}"
     lines = ["", f"damage the check caught (FAIL(output)) of the {len(tried)} passing row{'s' * (len(tried) != 1)} run damaged, by group:"]
-    lines += [f"  {g:44} noise {caught(t, 'noise'):>7}  swap {caught(t, 'swap'):>7}  {share(t):>4}" for g, t in [*tried.groupby(tried.group.fillna("-")), ("all", tried)]]
+    lines += [f"  {g:44} noise {caught(t, 'noise'):>7}  swap {caught(t, 'swap'):>7}  {share(t):>4}" for g,
+              t in [*tried.groupby(tried.group.fillna("-")), ("all", tried)]]
     missed = tried[(tried.damage_noise != "FAIL(output)") | (tried.damage_swap != "FAIL(output)")]
     lines += [f"  not caught: {r.model_type} {r['class']}: " + ", ".join(f"{d} {r[f'damage_{d}']}" for d in DAMAGE if r[f"damage_{d}"] != "FAIL(output)")[:160]
               for _, r in missed.head(20).iterrows()]
@@ -268,7 +274,8 @@ def summary(table:pd.DataFrame)->str:
     grid = pd.crosstab([table.group.fillna("-"), table.runner.fillna("-")], table.result, margins=True, margins_name="all")
     grid.index.names, grid.columns.name = ["group", "runner"], None
     lines = [f"{len(table)} architecture{'s' * (len(table) != 1)}", "", grid.to_string()]
-    if blind := int(unchecked(table).sum()): lines += ["", f"{blind} of the PASS rows unchecked: the CPU could not hold the reference (`check`: none)"]
+    if blind := int(unchecked(table).sum()): lines += ["",
+                                                       f"{blind} of the PASS rows unchecked: the CPU could not hold the reference (`check`: none)"]
     hf = harness_failures(table)
     lines += ["", f"harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
     lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.error_signature)[:120]}" for _, r in hf.iterrows()]
@@ -318,7 +325,8 @@ def architectures(library:str, # the library whose architectures run
         if item: items.append(item)
         elif not unchanged(row, old): rows.append(row)
     todo = sum(i.decision == "run" for i in items)
-    say(f"{len(manifest)} architecture{'s' * (len(manifest) != 1)}: {todo} to run, {len(items) - todo} unchanged since their last run, {len(manifest) - len(items)} that cannot run")
+    say(f"{len(manifest)} architecture{'s' * (len(manifest) != 1)}: {todo} to run, {len(items) - todo} unchanged since "
+        f"their last run, {len(manifest) - len(items)} that cannot run")
     # one Ray for the runs and the wider checks' runs, started once and ended with this command's processes, as a sweep over libraries does
     with ends_whole(), one_ray():
         try:
@@ -336,7 +344,8 @@ def architectures(library:str, # the library whose architectures run
         table = merge_architectures(table, rows)
         write_atomic(path, architecture_bytes(table))
         if damage and max_runs != 0:   # --max-runs 0 runs nothing, damaged or not
-            table = merge_architectures(table, check_damage(table, manifest, stack, work, pair, say, time_limit=time_limit, address=address, slots=slots, stream=stream))
+            table = merge_architectures(table,
+                                        check_damage(table, manifest, stack, work, pair, say, time_limit=time_limit, address=address, slots=slots, stream=stream))
             write_atomic(path, architecture_bytes(table))
     damaged = "".join(f"\n{f'damaged ({d}):':20}{work / f'damaged-{d}' / 'runs' / pair}/" for d in DAMAGE if (work / f"damaged-{d}").is_dir())
     print(f"\n{summary(table)}\n\narchitecture table: {path}\nrun notebooks:      {work / 'runs' / pair}/{damaged}")

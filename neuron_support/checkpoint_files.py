@@ -105,5 +105,6 @@ def untrusted_json_file(path:Path, # a file of a checkpoint or a catalog
                         limit:int=JSON_BYTES, # the most bytes read
                        ): # the parsed value
     "A JSON file read by `untrusted_json`, its size checked before any of it is read."
-    if (size := os.path.getsize(path)) > limit: raise UntrustedJSON(f"{Path(path).name} is {size:,} bytes, more than the {limit:,} read of a JSON text")
+    if (size := os.path.getsize(path)) > limit: raise UntrustedJSON(f"{Path(path).name} is {size:,} bytes, more than "
+                                                                    f"the {limit:,} read of a JSON text")
     return untrusted_json(Path(path).read_bytes(), Path(path).name, limit)

@@ -27,7 +27,8 @@ def bf16_drift(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities at a st
               )->float: # nats
     "How far bf16 alone moves the order of a step's likeliest tokens: the spread of their log-probabilities' change, from the CPU's fp32 to its bf16."
     n = len(lp32_row)
-    idx = torch.cat([lp32_row.float().topk(min(NEAR_TIE_CONTENDERS, n)).indices, torch.tensor([int(t) for t in tokens if 0 <= int(t) < n], dtype=torch.long)])
+    idx = torch.cat([lp32_row.float().topk(min(NEAR_TIE_CONTENDERS, n)).indices,
+                     torch.tensor([int(t) for t in tokens if 0 <= int(t) < n], dtype=torch.long)])
     moved = (lp16_row.float() - lp32_row.float())[idx]
     moved = moved[torch.isfinite(moved)]   # a token bf16 rules out altogether moves nothing that can be measured
     return float(moved.max() - moved.min()) if len(moved) > 1 else 0.0

@@ -16,12 +16,17 @@ from .facts import MAX_CORES
 # %% ../nbs/22_cli.ipynb #ef2d1da7
 def add_stack_options(p:argparse.ArgumentParser, several_libraries:bool=False):
     "The options that choose the stack, shared by every subcommand that runs a model; a sweep may take several libraries."
-    if several_libraries: p.add_argument("--library", nargs="+", metavar="LIBRARY", help="sweep these libraries' lists, one after the other (default: every library: " + ", ".join(known_libraries()) + ")")
+    if several_libraries: p.add_argument("--library", nargs="+", metavar="LIBRARY",
+                                         help="sweep these libraries' lists, one after the other (default: every "
+                                              "library: " + ", ".join(known_libraries()) + ")")
     else: p.add_argument("--library", default=known_libraries()[0],
-                         help=f"the library that loads and runs the model: {', '.join(known_libraries())} (default: {known_libraries()[0]}, the registry's first)")
+                         help=f"the library that loads and runs the model: {', '.join(known_libraries())} (default: "
+                              f"{known_libraries()[0]}, the registry's first)")
     p.add_argument("--device", choices=("neuron", "cuda", "cpu"), help="run on this device (default: the best one found)")
     p.add_argument("--backend", help="torch.compile backend (default: neuron, inductor on cuda, aot_eager on cpu)")
-    p.add_argument("--core-gb", type=limit_number("--core-gb"), help=f"memory of one core in GiB, at most {LIMITS['--core-gb']:,} (default: the device's; on the CPU $NEURON_SUPPORT_CORE_GB or 8)")
+    p.add_argument("--core-gb", type=limit_number("--core-gb"),
+                   help=f"memory of one core in GiB, at most {LIMITS['--core-gb']:,} (default: the device's; on the CPU "
+                        f"$NEURON_SUPPORT_CORE_GB or 8)")
 
 # %% ../nbs/22_cli.ipynb #d705fca5
 LIMITS = {"--time-limit": 7 * 24 * 3600, "--core-gb": 1024, "--cores": MAX_CORES, "--slots": 4096, "--max-runs": 1_000_000,
@@ -162,7 +167,8 @@ def build_parser()->argparse.ArgumentParser:
 
     p = command("select", "print the sweep list: selection, the rest of the list, exclusions and skips")
     add_stack_options(p)
-    p.add_argument("--limit", type=limit_number("--limit", whole=True, zero=True), default=100, help=f"stop once this many models are to run, at most {LIMITS['--limit']:,} (default 100)")
+    p.add_argument("--limit", type=limit_number("--limit", whole=True, zero=True), default=100,
+                   help=f"stop once this many models are to run, at most {LIMITS['--limit']:,} (default 100)")
     p.add_argument("--data", default="out", help="the dataset folder whose table of this pair decides skips (default: out)")
     p.add_argument("--explain", action="store_true", help="ranks in each list, merged rank, and why")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -172,8 +178,10 @@ def build_parser()->argparse.ArgumentParser:
     p.add_argument("model_id", metavar="MODEL_ID", help="a Hub model id, or a local checkpoint folder")
     p.add_argument("--revision", help="a branch, tag or commit sha (default: main)")
     p.add_argument("--out", default="out", help="output folder: the run goes to runs/<pair>/<org>--<name>/, its row to data/ (default: out)")
-    p.add_argument("--cores", type=limit_number("--cores", whole=True, what=f"a power of two from 1 to {MAX_CORES}"), help=f"shard over this many cores, a power of two up to {MAX_CORES}, instead of the fewest that hold the weights")
-    p.add_argument("--time-limit", type=limit_number("--time-limit"), help="kill the run and its ranks after this many seconds, at most a week (default: an hour)")
+    p.add_argument("--cores", type=limit_number("--cores", whole=True, what=f"a power of two from 1 to {MAX_CORES}"),
+                   help=f"shard over this many cores, a power of two up to {MAX_CORES}, instead of the fewest that hold the weights")
+    p.add_argument("--time-limit", type=limit_number("--time-limit"),
+                   help="kill the run and its ranks after this many seconds, at most a week (default: an hour)")
     add_stack_options(p)
     p.set_defaults(handler=cmd_run)
 
@@ -185,32 +193,50 @@ def build_parser()->argparse.ArgumentParser:
     p = command("serve", "serve a catalog folder over the Hub HTTP API on 127.0.0.1", hub)
     p.add_argument("--catalog", help="the catalog folder (default: the demo catalog's)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
-    p.add_argument("--page-size", type=limit_number("--page-size", whole=True), default=1000, help=f"most items per listing page, at most {LIMITS['--page-size']:,} (default: %(default)s)")
+    p.add_argument("--page-size", type=limit_number("--page-size", whole=True), default=1000,
+                   help=f"most items per listing page, at most {LIMITS['--page-size']:,} (default: %(default)s)")
     p.set_defaults(handler=cmd_hub_serve)
 
     p = command("sweep", "select, run down the list on Ray, collect the rows (resumable)")
     p.add_argument("--demo", action="store_true", help="sweep the demo catalog on a local Hub started for it")
-    p.add_argument("--max-runs", type=limit_number("--max-runs", whole=True, zero=True), default=100, help=f"run this many models down each library's list, at most {LIMITS['--max-runs']:,} (default 100)")
+    p.add_argument("--max-runs", type=limit_number("--max-runs", whole=True, zero=True), default=100,
+                   help=f"run this many models down each library's list, at most {LIMITS['--max-runs']:,} (default 100)")
     p.add_argument("--address", help="a Ray cluster's address (default: a local Ray)")
     p.add_argument("--out", default="out", help="output folder: data/ and runs/ (default: out)")
-    p.add_argument("--time-limit", type=limit_number("--time-limit"), help="seconds one run gets before it is killed with its ranks, at most a week (default: an hour)")
-    p.add_argument("--slots", type=limit_number("--slots", whole=True), help=f"cores of the local Ray (on the CPU: concurrent rank processes), at most {LIMITS['--slots']:,} (default: the host's)")
-    p.add_argument("--cache-from", help="each host syncs its compile cache from this bucket or folder before its first run (default: the compiler's public cache)")
-    p.add_argument("--push-cache", metavar="BUCKET", help="each host pushes its new compiled graphs to this bucket or folder after each run (needs HF_TOKEN)")
+    p.add_argument("--time-limit", type=limit_number("--time-limit"),
+                   help="seconds one run gets before it is killed with its ranks, at most a week (default: an hour)")
+    p.add_argument("--slots", type=limit_number("--slots", whole=True),
+                   help=f"cores of the local Ray (on the CPU: concurrent rank processes), at most {LIMITS['--slots']:,} (default: the host's)")
+    p.add_argument("--cache-from",
+                   help="each host syncs its compile cache from this bucket or folder before its first run (default: the compiler's public cache)")
+    p.add_argument("--push-cache", metavar="BUCKET",
+                   help="each host pushes its new compiled graphs to this bucket or folder after each run (needs HF_TOKEN)")
     p.add_argument("--only", nargs="+", metavar="MODEL_ID", help="sweep only these models of the list (their decisions unchanged)")
-    p.add_argument("--retries", type=limit_number("--retries", whole=True, zero=True), default=3, help="times a run is tried again when its node is lost, the Hub fails or the disk is full (default 3); one that still cannot finish gets no row, and the next sweep runs it")
-    p.add_argument("--disk-budget", type=limit_number("--disk-budget"), metavar="GIB", help="GiB the Hugging Face cache of downloaded weights may hold: the least recently used checkpoint is evicted to make room (default: what the cache holds and the disk's free space, less 10 percent of the disk)")
+    p.add_argument("--retries", type=limit_number("--retries", whole=True, zero=True), default=3,
+                   help="times a run is tried again when its node is lost, the Hub fails or the disk is full (default "
+                        "3); one that still cannot finish gets no row, and the next sweep runs it")
+    p.add_argument("--disk-budget", type=limit_number("--disk-budget"), metavar="GIB",
+                   help="GiB the Hugging Face cache of downloaded weights may hold: the least recently used checkpoint "
+                        "is evicted to make room (default: what the cache holds and the disk's free space, less 10 percent of the disk)")
     add_stack_options(p, several_libraries=True)
     p.set_defaults(handler=cmd_sweep)
 
-    p = command("architectures", "run a tiny random checkpoint of every architecture the library can build, into architectures/<pair>.parquet (resumable)")
-    p.add_argument("--only", type=lambda s: [t for t in s.split(",") if t], metavar="TYPES", help="a comma list of model types, or model_type:Class for one class (default: every architecture)")
-    p.add_argument("--max-runs", type=limit_number("--max-runs", whole=True, zero=True), help=f"run at most this many architectures, at most {LIMITS['--max-runs']:,}; the next invocation goes on (default: all)")
-    p.add_argument("--out", default="out", help="the dataset folder: architectures/<pair>.parquet, and architecture-runs/ for the runs (default: out)")
+    p = command("architectures",
+                "run a tiny random checkpoint of every architecture the library can build, into architectures/<pair>.parquet (resumable)")
+    p.add_argument("--only", type=lambda s: [t for t in s.split(",") if t], metavar="TYPES",
+                   help="a comma list of model types, or model_type:Class for one class (default: every architecture)")
+    p.add_argument("--max-runs", type=limit_number("--max-runs", whole=True, zero=True),
+                   help=f"run at most this many architectures, at most {LIMITS['--max-runs']:,}; the next invocation goes on (default: all)")
+    p.add_argument("--out", default="out",
+                   help="the dataset folder: architectures/<pair>.parquet, and architecture-runs/ for the runs (default: out)")
     p.add_argument("--address", help="a Ray cluster's address (default: a local Ray)")
-    p.add_argument("--slots", type=limit_number("--slots", whole=True), help=f"cores of the local Ray (on the CPU: concurrent rank processes), at most {LIMITS['--slots']:,} (default: the host's)")
-    p.add_argument("--time-limit", type=limit_number("--time-limit"), default=300, help="seconds one run gets before it is killed with its ranks, at most a week (default: %(default)s)")
-    p.add_argument("--no-damage", action="store_true", help="do not run each passing checkpoint damaged (noise, swap) to show that its check fails on a wrong output; its row's damage columns stay empty")
+    p.add_argument("--slots", type=limit_number("--slots", whole=True),
+                   help=f"cores of the local Ray (on the CPU: concurrent rank processes), at most {LIMITS['--slots']:,} (default: the host's)")
+    p.add_argument("--time-limit", type=limit_number("--time-limit"), default=300,
+                   help="seconds one run gets before it is killed with its ranks, at most a week (default: %(default)s)")
+    p.add_argument("--no-damage", action="store_true",
+                   help="do not run each passing checkpoint damaged (noise, swap) to show that its check fails on a "
+                        "wrong output; its row's damage columns stay empty")
     add_stack_options(p)
     p.set_defaults(handler=cmd_architectures)
 
@@ -230,7 +256,8 @@ def build_parser()->argparse.ArgumentParser:
     p.set_defaults(handler=cmd_diff)
 
     p = command("app", "serve the lookup app over a dataset folder or hf://datasets/ORG/NAME")
-    p.add_argument("--data", default="hf://datasets/aws-neuron/torch-neuronx-model-support", help="a dataset folder (holding data/) or hf://datasets/ORG/NAME (default: %(default)s, the published dataset)")
+    p.add_argument("--data", default="hf://datasets/aws-neuron/torch-neuronx-model-support",
+                   help="a dataset folder (holding data/) or hf://datasets/ORG/NAME (default: %(default)s, the published dataset)")
     p.add_argument("--port", type=int, help="port (default: $GRADIO_SERVER_PORT, else 7860)")
     p.add_argument("--host", help="address to listen on (default: $GRADIO_SERVER_NAME, else 127.0.0.1)")
     p.set_defaults(handler=cmd_app)

@@ -570,7 +570,8 @@ def guarded_check(check, # the library's check of the plan's runner
             gb = plan.get("memory_gb", {}).get("run.py")
             within = f"within run.py's memory limit of {gb:g} GiB" if gb else "in this machine's memory"
             return {**unchecked, "check": f"none (the CPU could not hold its reference {within}: {first_line(msg, 120)})"}
-        return {**unchecked, "ok": False, "harness": msg + "\n\n" + traceback.format_exc(), "check": f"failed: the harness's own error ({first_line(msg, 160)})"}
+        return {**unchecked, "ok": False, "harness": msg + "\n\n" + traceback.format_exc(),
+                "check": f"failed: the harness's own error ({first_line(msg, 160)})"}
 
 # %% ../nbs/08_core.ipynb #404df0b6
 def faulted(fault:dict|None)->dict:
@@ -615,7 +616,8 @@ def run_plan(plan:dict,
     if launch["result"] in LAUNCH_FAILS and not launch["failed"].get("fault"): launch = whose_failure(plan, path, runner, deadline, launch, hooks)
     plan, settings = launch["plan"], launch.get("settings", "card")  # the plan that stands: its settings, whole or with graph breaks
     setting_note = ((f"({plan['note']}) " if plan.get("note") else "")   # what every row of this run says first: how the plan read the checkpoint,
-                    + ("" if settings == "card" else f"({hooks.settings[settings]}: the CPU refuses the card's for this model) "))   # and the settings it took
+                    + ("" if settings == "card" else f"({hooks.settings[settings]}: the CPU refuses the card's for this "
+                                                     f"model) "))   # and the settings it took
     res.update(wall_s=round(time.time() - start, 3), graph_break=launch["graph_break"] or "", settings=settings,
                cpu_eager=launch.get("cpu_eager", "") if launch["result"] in LAUNCH_FAILS else "", cpu_defaults=launch.get("cpu_defaults", ""))
     done = [o for o in launch["ranks"] if o]
@@ -660,12 +662,14 @@ def main(plan:dict, # run.py's PLAN
     ap = argparse.ArgumentParser(description="Run one model the way neuron-support did; the outcome is the last line, as JSON.")
     ap.add_argument("--reference-cache", default=None, help="folder of cached CPU references")
     ap.add_argument("--images", default=None, help="folder for a text-to-image run's pictures (default: run.py's own)")
-    ap.add_argument("--checkpoint", default=None, metavar="FOLDER", help="the folder of a local checkpoint, whose PLAN names it, not its path (default: the link `checkpoint` beside run.py)")
+    ap.add_argument("--checkpoint", default=None, metavar="FOLDER",
+                    help="the folder of a local checkpoint, whose PLAN names it, not its path (default: the link `checkpoint` beside run.py)")
     a = ap.parse_args(argv)
     here = os.path.dirname(os.path.abspath(sys.argv[0] if argv is None else "run.py"))   # run.py's folder
     checkpoint = a.checkpoint or (os.path.join(here, "checkpoint") if plan.get("local") else None)   # a local checkpoint: the link beside run.py
     if plan.get("local") and not os.path.isdir(checkpoint):
-        ap.error(f"{plan['model_id']} is a folder of the machine this run ran on, and {checkpoint} is none here: give that folder with --checkpoint FOLDER")
+        ap.error(f"{plan['model_id']} is a folder of the machine this run ran on, and {checkpoint} is none here: give "
+                 f"that folder with --checkpoint FOLDER")
     limit_memory(plan.get("memory_gb", {}).get("run.py"))   # the CPU reference, after the ranks; each rank takes a smaller limit of its own
     images = a.images or here
     cache = a.reference_cache or os.path.join(os.environ.get("NEURON_SUPPORT_CACHE") or os.path.expanduser("~/.cache/neuron-support"), "references")

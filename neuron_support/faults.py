@@ -55,7 +55,8 @@ def named_fault(ename:str, # the exception's class name, as papermill reports a 
                )->dict|None: # as fault_of
     "As `fault_of`, for an error known only by its class's name and message: a notebook cell's."
     if ename in ("OSError", "IOError") and re.match(r"\[Errno (28|122)\]", evalue): return {"fault": "disk full", "retry_after": None}
-    if ename in ("HfHubHTTPError", "HTTPStatusError", "HTTPError") and (m := re.match(r"(?:(?:Client|Server) error ')?(\d{3}) ", evalue)) and int(m[1]) in FAULT_STATUS:
+    if ename in ("HfHubHTTPError", "HTTPStatusError", "HTTPError") and (m := re.match(r"(?:(?:Client|Server) error "
+                                                                                      r"')?(\d{3}) ", evalue)) and int(m[1]) in FAULT_STATUS:
         return {"fault": f"Hub {m[1]}", "retry_after": None}
     if ename in ("ConnectError", "ConnectTimeout", "ReadTimeout", "ReadError", "RemoteProtocolError", "ConnectionError", "ConnectionRefusedError",
                  "ConnectionResetError", "TimeoutError", "gaierror"): return {"fault": "network", "retry_after": None}

@@ -879,7 +879,8 @@ def hub_server(catalog:str|Path, # the catalog folder
     Catalog(catalog)
     code = (f"from neuron_support.hub import serve_catalog; "
             f"serve_catalog({str(Path(catalog).resolve())!r}, port={int(port)}, page_size={int(page_size)}, verbose={bool(verbose)})")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(importlib.util.find_spec("neuron_support").origin).parents[1]), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(importlib.util.find_spec("neuron_support").origin).parents[1]), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)

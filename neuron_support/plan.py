@@ -88,7 +88,9 @@ from huggingface_hub.errors import (RepositoryNotFoundError, RevisionNotFoundErr
                                     HfHubHTTPError, HFValidationError)
 from huggingface_hub.utils import validate_repo_id, get_session, hf_raise_for_status, build_hf_headers
 from huggingface_hub import hf_hub_url
-from .checkpoint_files import (SafetensorsError, UntrustedJSON, JSON_BYTES, JSON_DEPTH, json_depth, untrusted_json, header_length, parse_header, parameter_counts, safetensors_counts)
+from .checkpoint_files import (SafetensorsError, UntrustedJSON, JSON_BYTES, JSON_DEPTH, json_depth,
+                                             untrusted_json, header_length, parse_header, parameter_counts,
+                                             safetensors_counts)
 
 # %% ../nbs/04_plan.ipynb #7c26351c
 @dataclass
@@ -115,7 +117,8 @@ def hub_checkpoint(model_id:str, revision:str|None=None, api:HfApi|None=None)->C
     try: info = api.model_info(model_id, revision=revision, expand=["sha", "pipeline_tag", "siblings", "safetensors"])
     except RevisionNotFoundError: raise UsageError(f"revision {revision!r} does not exist for model {model_id!r}") from None
     except GatedRepoError: raise UsageError(gated(model_id)) from None
-    except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, and not a local folder)") from None
+    except RepositoryNotFoundError: raise UsageError(f"unknown model id {model_id!r} (not on the Hub at {api.endpoint}, "
+                                                     f"and not a local folder)") from None
     return info_checkpoint(info, api, model_id)
 
 # %% ../nbs/04_plan.ipynb #48a40584
@@ -193,7 +196,8 @@ def outside_checkpoint(out, # the output folder a run or a sweep writes
     if not Path(source).is_absolute(): return Path(out)
     where, folder = Path(out).resolve(), Path(source).resolve()
     if where == folder or folder in where.parents:
-        raise UsageError(f"{flag} {out} is inside the checkpoint folder {checkpoint_name(source)}: a run there would become part of the checkpoint; give {flag} a folder outside it")
+        raise UsageError(f"{flag} {out} is inside the checkpoint folder {checkpoint_name(source)}: a run there would "
+                         f"become part of the checkpoint; give {flag} a folder outside it")
     return Path(out)
 
 # %% ../nbs/04_plan.ipynb #4180923e
@@ -249,7 +253,8 @@ def read_text(ck:Checkpoint, name:str)->str|None:
     if name not in ck.files: return None
     try: path = ck.local / name if ck.local else Path(hf_hub_download(ck.model_id, name, revision=ck.revision, endpoint=ck.endpoint))
     except EntryNotFoundError: return None
-    if (size := path.stat().st_size) > JSON_BYTES: raise UsageError(f"{name} of {ck.model_id!r} is {size:,} bytes, more than the {JSON_BYTES:,} a plan reads")
+    if (size := path.stat().st_size) > JSON_BYTES: raise UsageError(f"{name} of {ck.model_id!r} is {size:,} bytes, more "
+                                                                    f"than the {JSON_BYTES:,} a plan reads")
     text = path.read_text()
     if name.endswith(".json") and (depth := json_depth(text.encode())) > JSON_DEPTH:
         raise UsageError(f"malformed {name} in {ck.model_id!r}: it nests {depth:,} levels deep, deeper than the {JSON_DEPTH} read")

@@ -90,7 +90,8 @@ def validate(df:pd.DataFrame, # a table, or rows, with the schema's columns
     if bad := sorted(set(t["result"].to_pylist()) - set(results)):
         raise UsageError(f"column 'result' holds {bad[0]!r}: expected one of {', '.join(results)}")
     if unique and (dup := df[list(key)][df.duplicated(list(key))]).size:
-        raise UsageError(f"{' and '.join(repr(k) for k in key)} hold {' '.join(map(str, dup.iloc[0]))!r} twice: a pair's table has one row per {'model' if key == ('model_id',) else 'architecture'}")
+        raise UsageError(f"{' and '.join(repr(k) for k in key)} hold {' '.join(map(str, dup.iloc[0]))!r} twice: a "
+                         f"pair's table has one row per {'model' if key == ('model_id',) else 'architecture'}")
     return t.to_pandas(types_mapper=PANDAS_TYPES.get)
 
 # %% ../nbs/17_publish.ipynb #5cafec7a
@@ -237,7 +238,8 @@ PAIR = re.compile(r"[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*-[\w.+]+")
 
 def check_pair(pair:str)->str:
     "`pair` if it is a `<compiler key>/<library>-<version>` key, else a `UsageError`."
-    if not PAIR.fullmatch(pair or ""): raise UsageError(f"not a pair: {pair!r} (expected <compiler key>/<library>-<version>, e.g. neuronxcc-2.21.33363.0/transformers-5.24.0)")
+    if not PAIR.fullmatch(pair or ""): raise UsageError(f"not a pair: {pair!r} (expected <compiler "
+                                                        f"key>/<library>-<version>, e.g. neuronxcc-2.21.33363.0/transformers-5.24.0)")
     return pair
 
 # %% ../nbs/17_publish.ipynb #d194f8c1
@@ -342,15 +344,19 @@ def check_rows(rows, pair:str)->pd.DataFrame:
     return df
 
 # %% ../nbs/17_publish.ipynb #b23b06e5
-ARCH_RESULTS = {**RESULTS, "SKIP": "Not an answer: the tiny random checkpoint could not be built, or it fails where four times as wide it runs (`notes` says why)."}
+ARCH_RESULTS = {**RESULTS,
+                "SKIP": "Not an answer: the tiny random checkpoint could not be built, or it fails where four times as "
+                        "wide it runs (`notes` says why)."}
 CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly",
             "transformers": "fails everywhere in bf16: the CPU fails too, eagerly, and four times as wide as well (transformers' code)",
             "settings": "the card's settings do not fit this architecture: the CPU fails with them too, and generates with transformers' own",
             "undetermined": "not determined: the CPU's eager repeat did not finish",
             "builder": "not the architecture's: the tiny checkpoint fails on the CPU too, and four times as wide it runs",
-            "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in the CPU's own call too, where a device lowers the call itself",
+            "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in "
+                          "the CPU's own call too, where a device lowers the call itself",
             "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)",
-            "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so nothing was compared"} # whose a FAIL is (the `culprit` column)
+            "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so "
+                       "nothing was compared"} # whose a FAIL is (the `culprit` column)
 # how a passing architecture's checkpoint is run damaged (run.py's test hook `perturb`): noise on its weights, its weight matrices and kernels flipped
 DAMAGE = ("noise", "swap")
 ARCH_SCHEMA = pa.schema([
@@ -384,7 +390,8 @@ def architecture_frame(rows, # dicts or a DataFrame, with some of ARCH_SCHEMA's 
     if extra := [c for c in df.columns if c not in ARCH_SCHEMA.names]: raise UsageError(f"unknown column {extra[0]!r} in the rows")
     if "tested_at" in df:   # a run's row holds a time, a SKIP row made now its ISO text: one column of times
         try: df["tested_at"] = pd.to_datetime(df["tested_at"], utc=True, format="ISO8601")
-        except (ValueError, TypeError) as e: raise UsageError(f"column 'tested_at' holds something that is not a time: {str(e).splitlines()[0]}") from None
+        except (ValueError, TypeError) as e: raise UsageError(f"column 'tested_at' holds something that is not a time: "
+                                                              f"{str(e).splitlines()[0]}") from None
     # a refusal's notes quote the checkpoint's folder
     return scrub_table(validate(df.reindex(columns=ARCH_SCHEMA.names), unique, ARCH_SCHEMA, ARCH_KEY, ARCH_RESULTS))
 
@@ -637,7 +644,8 @@ def refused_upload(repo:str):
     try: yield
     except HfHubHTTPError as e:
         if getattr(e.response, "status_code", None) not in (401, 403): raise
-        raise UsageError(f"the Hub refused to write to dataset {repo} ({e.response.status_code}): set HF_TOKEN to a token with write access to it") from None
+        raise UsageError(f"the Hub refused to write to dataset {repo} ({e.response.status_code}): set HF_TOKEN to a "
+                         f"token with write access to it") from None
 
 # %% ../nbs/17_publish.ipynb #72fa19a6
 def format_changes(changes:list, # what publish returned

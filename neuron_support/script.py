@@ -46,7 +46,8 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              "# code: the modules " + ", ".join(m.removeprefix("neuron_support.") for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
              "#       less their imports of each other; the last line hands the library's RUNNERS, CHECKS and HOOKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
-    if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {literal(hub)}: rerun it with HF_ENDPOINT={shlex.quote(hub)} python3 run.py")
+    if hub and hub != "https://huggingface.co": lines.append(f"# hub: this run read the Hub at {literal(hub)}: rerun it "
+                                                             f"with HF_ENDPOINT={shlex.quote(hub)} python3 run.py")
     return "\n".join(map(one_line, lines)) + "\n"
 
 # %% ../nbs/18_script.ipynb #0b08cc2a
@@ -56,7 +57,9 @@ def added_packages(stack:Stack, packages:list=())->list:
     return pin + [p for p in packages if p not in pin]
 
 # %% ../nbs/18_script.ipynb #6691b570
-CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.faults", "neuron_support.core", "neuron_support.checks") # what every run.py carries, in order, before its library's module
+# what every run.py carries, in order, before its library's module
+CARRIED_CORE = ("neuron_support.untrusted", "neuron_support.facts", "neuron_support.processes", "neuron_support.faults",
+                "neuron_support.core", "neuron_support.checks")
 # run.py's last line: the library's runners, checks and hooks, handed to the core
 ENTRY = 'if __name__ == "__main__": end(main(PLAN, RUNNERS, CHECKS, HOOKS))\n'
 
@@ -301,6 +304,16 @@ def site_env(run_dir:Path)->dict: # the environment run.py gets on top of the ke
     "PYTHONPATH with the run's own `site/` first: the packages installed for this run only."
     return {"PYTHONPATH": os.pathsep.join([str((Path(run_dir) / "site").resolve()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
 
+# %% ../nbs/18_script.ipynb #c914a50a
+def install_for_run(wanted:list, # pinned requirements
+                    run_dir:Path, # the run's folder: they go into its site/
+                    reason:str, # what asks for them, e.g. "loading needs"
+                    echo=print, # where the line goes
+                   )->tuple: # (installed, why not: "" when they were)
+    "Install what a run wants into its own `site/`, for this run only, having said what asked for it: a header's packages, or loading's."
+    echo(f"[neuron-support] {reason} {', '.join(wanted)}: installing them into {Path(run_dir).name}/site for this run only")
+    return install_packages(wanted, Path(run_dir) / "site")
+
 # %% ../nbs/18_script.ipynb #c7944f7e
 def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_TIME_LIMIT, perturb:str="",
                  judge_model:str=JUDGE_MODEL, reference_cache:str|None=None, echo=print,
@@ -315,8 +328,7 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
     packages, env, text = [], {}, run_py
     # a script rendered with its last run's packages: installed first, as its header says
     if named := [p for p in script_packages(run_py) if p not in added_packages(stack)]:
-        echo(f"[neuron-support] run.py names {', '.join(named)}: installing them into {run_dir.name}/site for this run only")
-        packages, why = install_packages(named, run_dir / "site")
+        packages, why = install_for_run(named, run_dir, "run.py names", echo)
         if why: text = None   # not as the header says: rendered anew, and loading asks for what it needs
         else: env = site_env(run_dir)
     for attempt in (1, 2):
@@ -325,8 +337,7 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
         outcome = execute_run_py(run_dir, time_limit + CHECK_ALLOWANCE, env, echo, args)
         wanted = outcome.get("missing_packages") or []
         if attempt == 2 or outcome.get("result") != failure("load") or not wanted: break
-        echo(f"[neuron-support] loading needs {', '.join(wanted)}: installing them into {run_dir.name}/site for this run only")
-        added, why = install_packages(wanted, run_dir / "site")
+        added, why = install_for_run(wanted, run_dir, "loading needs", echo)
         if why:
             outcome = {**outcome, "result": failure("other"), "notes": first_line(why), "error": why + "\n\n" + outcome.get("error", "")}
             break

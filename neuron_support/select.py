@@ -66,7 +66,8 @@ def check_endpoint(endpoint:str)->str: # the endpoint, reachable
     except httpx2.TransportError as e:
         raise UsageError(f"cannot reach the Hub at {endpoint} ({type(e).__name__}: {e}); check HF_ENDPOINT") from None
     except HfHubHTTPError as e:   # a 429 or 5xx still, after the client's retries
-        raise UsageError(f"the Hub at {endpoint} answered HTTP {e.response.status_code} to GET /api/models after the client's retries: try again later") from None
+        raise UsageError(f"the Hub at {endpoint} answered HTTP {e.response.status_code} to GET /api/models after the "
+                         f"client's retries: try again later") from None
     if r.status_code != 200 or not r.headers.get("content-type", "").startswith("application/json"):
         raise UsageError(f"{endpoint} does not answer like a Hub (GET /api/models: HTTP {r.status_code}); check HF_ENDPOINT")
     return endpoint

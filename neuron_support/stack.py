@@ -225,7 +225,8 @@ def check_port(host:str, # the address to listen on
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: a port in TIME_WAIT is free
         try: s.bind((host, port))
         except OSError as e:
-            if e.errno == errno.EADDRINUSE: raise UsageError(f"port {port} on {host} is in use: stop what listens there, or choose another port") from None
+            if e.errno == errno.EADDRINUSE: raise UsageError(f"port {port} on {host} is in use: stop what listens "
+                                                             f"there, or choose another port") from None
             raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     return port
 

@@ -227,7 +227,9 @@ def run_fault(run_dir:Path, # the run's folder
     row = json.loads(p.read_text()) if (p := run_dir / "result.json").is_file() and p.stat().st_mtime >= since else {}
     if row.get("fault"): return {"fault": row["fault"], "retry_after": row.get("retry_after"), "error": row.get("notes") or ""}
     if (p := run_dir / FAULT_FILE).is_file() and p.stat().st_mtime >= since: return json.loads(p.read_text())
-    if rc == -signal.SIGKILL: return {"fault": "killed by the host", "retry_after": None, "error": "the run's process was killed (SIGKILL) from outside the sweep: the kernel's memory killer, or a person"}
+    if rc == -signal.SIGKILL: return {"fault": "killed by the host", "retry_after": None,
+                                      "error": "the run's process was killed (SIGKILL) from outside the sweep: the "
+                                               "kernel's memory killer, or a person"}
     return None
 
 # %% ../nbs/20_sweep.ipynb #704fb006
@@ -392,7 +394,8 @@ def join_maps(ray, maps:dict, # {node id: CoreMap actor}: changed in place
     for gone in set(maps) - set(live): maps.pop(gone)
     if new := core_maps(ray, device, set(live) - set(maps)):
         maps.update(new)
-        lines += [f"host {host_name(n)} joined the cluster at {live[n]['NodeManagerAddress']}: {int(live[n]['Resources'][SLOT_RESOURCE[device]])} cores" for n in new]
+        lines += [f"host {host_name(n)} joined the cluster at {live[n]['NodeManagerAddress']}: "
+                  f"{int(live[n]['Resources'][SLOT_RESOURCE[device]])} cores" for n in new]
     return lines
 
 # %% ../nbs/20_sweep.ipynb #3d9cda2d
@@ -458,7 +461,8 @@ def host_cache(item:SweepItem, setting:RunSetting, where:str, # a bucket or fold
     try: done = sync_cache(where, local) if direction == "from" else sync_cache(local, where)
     except Exception as e: done = f"failed: {type(e).__name__}: {first_line(str(e))}"
     (run := setting.run_dir(item)).mkdir(parents=True, exist_ok=True)
-    with open(run / "sweep.log", "a") as log: log.write(f"--- this host's compile cache {'synced from' if direction == 'from' else 'pushed to'} {where}: {done}\n")
+    with open(run / "sweep.log", "a") as log: log.write(f"--- this host's compile cache "
+                                                        f"{'synced from' if direction == 'from' else 'pushed to'} {where}: {done}\n")
     scrub_file(run / "sweep.log")   # no folder of this machine
 
 # %% ../nbs/20_sweep.ipynb #3ed948c9
@@ -627,7 +631,8 @@ def weights_room(item:SweepItem, setting:RunSetting, env:dict=os.environ): # yie
     while (state := cache.make_room(item.model_id, needed))[0] == "wait" and not sweep_stopping(): time.sleep(ROOM_POLL)
     if state[0] == "too large":
         yield {"fault": "larger than the disk budget", "retry_after": None, "final": True,
-               "error": f"its {needed / 2**30:.2f} GiB of weights are more than the {cache.budget / 2**30:.2f} GiB the weights cache may hold: not downloaded (--disk-budget)"}
+               "error": f"its {needed / 2**30:.2f} GiB of weights are more than the {cache.budget / 2**30:.2f} GiB the "
+                        f"weights cache may hold: not downloaded (--disk-budget)"}
         return
     if state[1]:   # said in the run's log, beside its own lines
         (run := setting.run_dir(item)).mkdir(parents=True, exist_ok=True)
@@ -1029,7 +1034,8 @@ def run_sweep(o:SweepOptions, # what the sweep is asked
             else: write_journal(jpath, acts, selection, done=True, created=created)
         finally: progress.close()
         path = table_path(out_dir, pair)
-        if path.exists() and o.report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: {run_folder(out_dir, pair, 'x/y').parent}/")
+        if path.exists() and o.report: print(f"\n{summary(read_table(path))}\n\ntable:     {path}\nnotebooks: "
+                                             f"{run_folder(out_dir, pair, 'x/y').parent}/")
         if left and o.report: print(left_line(left))   # the last line: what the table lacks, and why
         return path
 

@@ -28,7 +28,8 @@ def printable(text:str)->str:
 
 # %% ../nbs/00a_untrusted.ipynb #ec79876d
 PATH_CHARACTER = r"[^\s/'\"`<>()\[\]{},;|]" # a character of a path's component, as the paths in messages are written
-SNAPSHOT = re.compile(rf"(?<![\w.~-])(?:/{PATH_CHARACTER}+)*?/(?:models|datasets|spaces)--({PATH_CHARACTER}+?)--({PATH_CHARACTER}+)(?:/snapshots/{PATH_CHARACTER}+)?") # a repository's folder in a Hugging Face cache, and its commit's snapshot
+# a repository's folder in a Hugging Face cache, and its commit's snapshot
+SNAPSHOT = re.compile(rf"(?<![\w.~-])(?:/{PATH_CHARACTER}+)*?/(?:models|datasets|spaces)--({PATH_CHARACTER}+?)--({PATH_CHARACTER}+)(?:/snapshots/{PATH_CHARACTER}+)?")
 PACKAGES_FOLDER = re.compile(rf"(?<![\w.~-])(?:/{PATH_CHARACTER}+)+?/(?:site|dist)-packages(?=/|\b)") # where a Python installs its packages
 
 # %% ../nbs/00a_untrusted.ipynb #f107916f

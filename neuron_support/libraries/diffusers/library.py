@@ -14,7 +14,8 @@ from ...stack import UsageError
 from ...library import Library
 from ...checkpoint_files import safetensors_counts, parameter_counts
 from ...facts import MAX_CORES
-from ...plan import (Plan, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, file_sizes, pickle_weight_bytes, header_counts, hub_header)
+from ...plan import (Plan, read_text, plan_cores, info_checkpoint, bf16_weight_bytes, file_sizes,
+                                 pickle_weight_bytes, header_counts, hub_header)
 from ...rules import exclusion, gated
 
 # %% ../../../nbs/libraries/diffusers/00_library.ipynb #9befa2e2
@@ -95,7 +96,8 @@ def df_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s; config is mod
     "diffusers' plan: the runner, the pipeline and denoiser classes, one core when all components fit it, the fixed inputs."
     index = config if "_class_name" in config else read_model_index(ck)
     cls = index.get("_class_name")
-    if not isinstance(cls, str): raise UsageError(f"model_index.json of {ck.model_id!r} names a pipeline class of its own ({cls}): it needs trust_remote_code")
+    if not isinstance(cls, str): raise UsageError(f"model_index.json of {ck.model_id!r} names a pipeline class of its "
+                                                  f"own ({cls}): it needs trust_remote_code")
     comps = {name: c for name, _, c in pipeline_components(index)}
     wb, estimated, _ = pipeline_weight_bytes(ck, index, api)
     gb = core_gb or stack.core_gb
@@ -167,7 +169,8 @@ repo's own is excluded as needing `trust_remote_code`.
 DIFFUSERS = Library(
     "diffusers", DIFFUSERS_TASKS, DIFFUSERS_TASKS, df_plan, df_exclusion, carried="neuron_support.libraries.diffusers.runs",
     config_file="model_index.json", tested=TESTED, one_core=ONE_CORE,
-    no_builder="diffusers' denoisers each need a whole pipeline of matching shapes (text encoders, a VAE, a scheduler), which no generic rule builds: "
+    no_builder="diffusers' denoisers each need a whole pipeline of matching shapes (text encoders, a VAE, a scheduler), "
+               "which no generic rule builds: "
                "no architecture table for diffusers yet",
     demo="neuron_support.libraries.diffusers.demo", builds_on=("transformers",)) # its pipelines' text encoders are transformers' models
 

@@ -144,7 +144,9 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
         p32, pdev = ref32.argmax(-1), dev.argmax(-1)
         prediction = "labels " + " ".join(str(int(p)) for p in pdev)
         verdict, i, gap, allowed = compare_predictions(ref32.log_softmax(-1), ref16.log_softmax(-1), pdev)   # the encoders' rule for each prediction
-        if verdict == "N": return {"ok": False, "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} ({gap_text(gap, allowed)})", "prediction": prediction}
+        if verdict == "N": return {"ok": False,
+                                   "cpu_match": f"N pair {i + 1}: label {int(pdev[i])} vs {int(p32[i])} ({gap_text(gap, allowed)})",
+                                   "prediction": prediction}
         return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     allowed = torch.clamp(BF16_DRIFT_FACTOR * (ref16 - ref32).abs(), min=SCORE_MAX_DISTANCE)
     d = (dev - ref32).abs()
@@ -152,7 +154,8 @@ def check_scores(ref32:torch.Tensor, ref16:torch.Tensor, dev:torch.Tensor)->dict
     if bool((d > allowed).any()):
         i = int((d > allowed).nonzero()[0])
         return {"ok": False, "prediction": prediction,
-                "cpu_match": f"N passage {i + 1}: score {float(dev[i]):.3f} vs {float(ref32[i]):.3f} (distance {float(d[i]):.3f} > {float(allowed[i]):.3f})"}
+                "cpu_match": f"N passage {i + 1}: score {float(dev[i]):.3f} vs {float(ref32[i]):.3f} (distance "
+                             f"{float(d[i]):.3f} > {float(allowed[i]):.3f})"}
     verdict, words = compare_ranking(ref32, ref16, dev, "passage")
     return {"ok": verdict != "N", "cpu_match": "Y" if verdict == "Y" else f"{verdict} {words}", "prediction": prediction}
 

@@ -68,7 +68,8 @@ def timm_steps(plan:dict, ref:dict, dev:dict, labels:dict|None)->list: # one dic
     "The run's comparison for its notebook: a classifier's top five in fp32, in bf16 and on the device; a feature extractor's cosine with fp32."
     if plan["runner"] == "run_timm_encoder":
         cos, cos16 = (float(torch.nn.functional.cosine_similarity(t, ref["fp32"]["rows"], dim=-1)[0]) for t in (dev["rows"], ref["bf16"]["rows"]))
-        return [{"features": f"pooled, {ref['fp32']['rows'].shape[-1]} values", "device: cosine with fp32": round(cos, 6), "CPU bf16: cosine with fp32": round(cos16, 6)}]
+        return [{"features": f"pooled, {ref['fp32']['rows'].shape[-1]} values",
+                 "device: cosine with fp32": round(cos, 6), "CPU bf16: cosine with fp32": round(cos16, 6)}]
     return ranking_steps([top_k(t, labels) for t in (ref["fp32"]["logits"], ref["bf16"]["logits"], dev["logits"])])
 
 # %% ../../../nbs/libraries/timm/01_runs.ipynb #fee9fd10

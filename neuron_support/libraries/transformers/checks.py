@@ -14,7 +14,9 @@ from ...facts import JUDGE_MODEL
 from .facts import TASK_KINDS, ENCODER_HEADS, encoder_task_kind
 from ...core import memory_error, as_dtype, say
 from ...processes import first_line
-from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference, load_reference, quoted, COSINE_MIN, compare_predictions, label_name, check_hidden_states, labels_moved, moved_text, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR)
+from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference,
+                                   load_reference, quoted, COSINE_MIN, compare_predictions, label_name,
+                                   check_hidden_states, labels_moved, moved_text, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
 def with_attention(compute, # compute(attention) -> the reference, computed with that attention implementation
@@ -53,7 +55,8 @@ def along_tokens(model, # a model generate can run (in the dtype to measure)
                 )->torch.Tensor: # [steps, vocab] float16
     "The model's log-probabilities at each step of a greedy generation forced along `tokens`."
     forced = AlongTokens(tokens)
-    model.generate(**{**kwargs, "max_new_tokens": len(tokens)}, do_sample=False, num_beams=1, logits_processor=transformers.LogitsProcessorList([forced]))
+    model.generate(**{**kwargs, "max_new_tokens": len(tokens)}, do_sample=False, num_beams=1,
+                   logits_processor=transformers.LogitsProcessorList([forced]))
     return torch.stack(forced.seen[:len(tokens)]).to(torch.float16)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #fade35de
@@ -99,7 +102,8 @@ def generation_reference(model_path:str, # a local folder or a Hub id
     cached = value is not None
     if not cached:
         (tokens, logprobs, logprobs16), attention = with_attention(lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a))
-        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "logprobs16": logprobs16, "compute_seconds": time.time() - start, "attention": attention}
+        value = {"key": full, "tokens": tokens, "logprobs": logprobs, "logprobs16": logprobs16,
+                 "compute_seconds": time.time() - start, "attention": attention}
         if path is not None: save_reference(path, value)
     return {"tokens": list(value["tokens"]), "logprobs": value["logprobs"].float(), "logprobs16": value["logprobs16"].float(), "cached": cached, "attention": value.get("attention", "eager"),
             "seconds": time.time() - start, "compute_seconds": value["compute_seconds"], "file": str(path) if path else ""}
@@ -239,7 +243,8 @@ def encoder_reference(model_path:str, # a local folder or a Hub id
                      )->dict: # fp32, bf16 (what `encoder_output` keeps), task_kind, cached, seconds, file
     "The CPU's forward pass in fp32 and in bf16, read from the cache when it is there."
     start = time.time()
-    full = fingerprint({**key, "inputs": dict(inputs), "head_class": head_class_name or "AutoModel", "dtypes": ["float32", "bfloat16"], "attention": "eager, else sdpa"})
+    full = fingerprint({**key, "inputs": dict(inputs), "head_class": head_class_name or "AutoModel",
+                        "dtypes": ["float32", "bfloat16"], "attention": "eager, else sdpa"})
     path = reference_file(cache_dir, full, "encoder")
     value = load_reference(path, full)
     cached = value is not None

@@ -418,10 +418,12 @@ QWEN2_VL_TEMPLATE = ("{% set image_count = namespace(value=0) %}{% set video_cou
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #1c0286c8
 def save_qwen2_5_vl(dest:Path, catalog:Path):
     "A tiny Qwen2.5-VL in the Hub's layout: Qwen2-VL's image and video processors, its chat template and vision tokens, a two-block vision tower."
-    special = {"vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>", "image_token": "<|image_pad|>", "video_token": "<|video_pad|>"}
+    special = {"vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>",
+               "image_token": "<|image_pad|>", "video_token": "<|video_pad|>"}
     tok = bpe_tokenizer(catalog, extra_special_tokens=special)
     head = TINY["head_dim"]
-    text = {**TINY, **decoder_ids(tok), "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [head // 4, head // 8, head // 8]}}
+    text = {**TINY, **decoder_ids(tok),
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [head // 4, head // 8, head // 8]}}
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TINY["hidden_size"], fullatt_block_indexes=[1])
     config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision,
                                            **{k.replace("_token", "_token_id"): tok.convert_tokens_to_ids(v) for k, v in special.items()})
@@ -431,9 +433,12 @@ def save_qwen2_5_vl(dest:Path, catalog:Path):
     hub_layout(dest, processor)
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #43974961
-SMOLVLM_TEMPLATE = ("<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}"
-    "{% else %}{{': '}}{% endif %}{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}"
-    "{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}") # SmolVLM's chat template, as its Hub checkpoints hold it
+SMOLVLM_TEMPLATE = ("<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if "
+                    "message['content'][0]['type'] == 'image' %}{{':'}}"
+    "{% else %}{{': '}}{% endif %}{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% "
+    "elif line['type'] == 'image' %}"
+    "{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ "
+    "'Assistant:' }}{% endif %}") # SmolVLM's chat template, as its Hub checkpoints hold it
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #abcbd1a2
 def save_smolvlm(dest:Path, catalog:Path):
@@ -646,7 +651,8 @@ def save_owlv2(dest:Path, catalog:Path):
     (`sure_zero_shot_detector`)."""
     tok = clip_tokenizer(dest)
     tok.model_max_length = 16
-    config = transformers.Owlv2Config(text_config={**tiny_clip().config.to_dict(), "max_position_embeddings": 16}, vision_config=dict(**TINY_VIT, patch_size=32), projection_dim=32)
+    config = transformers.Owlv2Config(text_config={**tiny_clip().config.to_dict(), "max_position_embeddings": 16},
+                                      vision_config=dict(**TINY_VIT, patch_size=32), projection_dim=32)
     proc = transformers.Owlv2Processor(image_processor=transformers.Owlv2ImageProcessor(size={"height": 224, "width": 224}), tokenizer=tok)
     save_tiny(dest, transformers.Owlv2ForObjectDetection, config, proc, prepare=lambda m: sure_zero_shot_detector(m, proc))
 
@@ -682,7 +688,8 @@ def save_mask2former(dest:Path, catalog:Path):
     """A tiny Mask2Former universal segmenter over eight ADE20K labels at 224 pixels (a Swin backbone, ten queries), with
     Mask2Former's image processor; its queries made to differ (`sure_mask_classifier`)."""
     images = transformers.Mask2FormerImageProcessor(size={"height": 224, "width": 224}, do_reduce_labels=True)
-    swin = transformers.SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=7, image_size=224, out_features=["stage1", "stage2", "stage3", "stage4"])
+    swin = transformers.SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=7,
+                                   image_size=224, out_features=["stage1", "stage2", "stage3", "stage4"])
     config = transformers.Mask2FormerConfig(backbone_config=swin, hidden_dim=32, mask_feature_size=32, feature_size=32, num_queries=10, encoder_layers=1, decoder_layers=2,
                                             encoder_feedforward_dim=64, dim_feedforward=64, num_attention_heads=2, **labels(ADE_LABELS))
     save_tiny(dest, transformers.Mask2FormerForUniversalSegmentation, config, images, prepare=lambda m: sure_mask_classifier(m, images))
@@ -696,7 +703,8 @@ def save_vit_gpt2(dest:Path, catalog:Path):
     tok = bpe_tokenizer(catalog)
     tok.chat_template = None
     ids = decoder_ids(tok)
-    decoder = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=1024, add_cross_attention=True, is_decoder=True, tie_word_embeddings=False, **ids)
+    decoder = transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=1024, add_cross_attention=True,
+                                      is_decoder=True, tie_word_embeddings=False, **ids)
     config = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(transformers.ViTConfig(**TINY_VIT, patch_size=32), decoder)
     config.decoder_start_token_id, config.pad_token_id, config.eos_token_id = ids["bos_token_id"], ids["pad_token_id"], ids["eos_token_id"]
     config.tie_word_embeddings = False
@@ -865,7 +873,8 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-gemma3"), save_gemma3, "image-text-to-text", "run_multimodal: gemma3, SigLIP, tp plan", 270_000, 71),
         R(d("tiny-qwen2.5-vl"), save_qwen2_5_vl, "image-text-to-text",
           "run_multimodal: Qwen2.5-VL in the Hub's layout (image and video processors, chat_template.json), tp plan", 395_000, 86),
-        R(d("tiny-smolvlm"), save_smolvlm, "image-text-to-text", "run_multimodal: SmolVLM in the Hub's layout (image and video processors)", 285_000, 52),
+        R(d("tiny-smolvlm"), save_smolvlm, "image-text-to-text", "run_multimodal: SmolVLM in the Hub's layout (image "
+                                                                 "and video processors)", 285_000, 52),
         R(d("tiny-t5"), save_t5, "translation", "run_seq2seq: t5", 150_000, 8),
         R(d("tiny-bart"), save_bart, "summarization", "run_seq2seq: bart", 120_000, 26),
         R(d("tiny-bert-mlm"), partial(save_bert, head="BertForMaskedLM"), "fill-mask", "run_encoder: masked LM, [MASK]", 330_000, 5),
@@ -886,7 +895,8 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-segformer-ade"), save_segformer, "image-segmentation", "run_semantic_segmentation: SegFormer, eight ADE20K labels", 115_000, 37),
         R(d("tiny-yolos"), save_yolos, "object-detection", "run_object_detection: YOLOS, eight COCO labels", 105_000, 39),
         R(d("tiny-owlv2"), save_owlv2, "zero-shot-object-detection", "run_zero_shot_detection: OWLv2, four text queries", 85_000, 46),
-        R(d("tiny-mask2former-ade"), save_mask2former, "image-segmentation", "run_universal_segmentation: Mask2Former, eight ADE20K labels", 75_000, 51),
+        R(d("tiny-mask2former-ade"), save_mask2former, "image-segmentation", "run_universal_segmentation: Mask2Former, "
+                                                                             "eight ADE20K labels", 75_000, 51),
         R(d("tiny-vit-gpt2"), save_vit_gpt2, "image-to-text", "run_image_to_text: ViT-GPT2, a caption with no prompt", 95_000, 43),
         R(d("tiny-clip"), save_clip_zero_shot, "zero-shot-image-classification", "run_zero_shot_image: CLIP, both towers", 450_000, 32),
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),

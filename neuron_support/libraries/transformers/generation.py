@@ -142,7 +142,8 @@ def check_generation(plan:dict, path:str, out:dict, cache_dir)->dict:
     fits = plan["weight_bytes"] * 2 < available_memory_bytes() * 0.8
     if plan["cores"] == 1 and fits:
         try:
-            kwargs = {**out.get("reference_inputs", {}), **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
+            kwargs = {**out.get("reference_inputs", {}),
+                      **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
             ref = generation_reference(path, out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, reference_key(plan, path, transformers=transformers.__version__),
                                        plan["head_class"], kwargs or None)  # the reference loads the class the device run loaded
             tok = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)

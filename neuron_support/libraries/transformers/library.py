@@ -32,7 +32,8 @@ MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES = auto_names("MODEL_FOR_OBJECT_DETECTIO
 MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES = auto_names("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES")
 MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES = auto_names("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES")
 DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no runner checks yet (issue 45), and what their models give
-    "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector prompted with a task beside its classes (OmDet-Turbo: boxes for text queries)",
+    "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES": "a zero-shot object detector prompted with a task beside its "
+                                                          "classes (OmDet-Turbo: boxes for text queries)",
     "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES": "a universal segmenter (masks and their classes)",
     "MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES": "an instance segmenter (masks and their classes)",
     "MODEL_FOR_IMAGE_SEGMENTATION_MAPPING_NAMES": "an image segmenter (masks and their classes)",
@@ -45,7 +46,9 @@ DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no run
 ZERO_SHOT_DETECTORS = ("OwlViTForObjectDetection", "Owlv2ForObjectDetection", "GroundingDinoForObjectDetection", "MMGroundingDinoForObjectDetection")
 # the mask classifiers `run_universal_segmentation` serves: a class and a mask for each query
 UNIVERSAL_SEGMENTERS = ("Mask2FormerForUniversalSegmentation", "MaskFormerForInstanceSegmentation", "OneFormerForUniversalSegmentation")
-DENSE_VISION_CLASSES = {cls: said for table, said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS} # declared class -> what it gives
+# declared class -> what it gives
+DENSE_VISION_CLASSES = {cls: said for table,
+                        said in DENSE_VISION.items() for cls in auto_names(table).values() if cls not in ZERO_SHOT_DETECTORS + UNIVERSAL_SEGMENTERS}
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
@@ -111,7 +114,8 @@ AUDIO_RUNNERS = ("run_speech_seq2seq", "run_ctc", "run_audio_classifier")
 def audio_runner(arch:str, # architectures[0], or ""
                 )->tuple|None: # (runner name, head class name), or None for a model that is not an audio model
     "The audio runner and load class for a checkpoint, from its declared class alone."
-    for runner, table in zip(AUDIO_RUNNERS, (MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES, MODEL_FOR_CTC_MAPPING_NAMES, MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES)):
+    for runner, table in zip(AUDIO_RUNNERS,
+                             (MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES, MODEL_FOR_CTC_MAPPING_NAMES, MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES)):
         if arch and arch in table.values() and arch in transformers_names(): return runner, arch
     return None
 
@@ -186,7 +190,8 @@ def unserved(arch:str, # architectures[0], or ""
         return "the decoder of a text-to-audio model (one token stream per audio codebook): no runner serves it yet"
     if config.get("languages") and config.get("default_language") is None:
         return "a model of per-language adapters saved without a default language (its users call `set_default_language` first): no runner chooses one yet"
-    if config.get("is_vqa"): return "a visual question-answering model (its question is drawn onto the image: no text tokens): no runner serves it yet"   # Pix2Struct's DocVQA, ChartQA, DePlot
+    # Pix2Struct's DocVQA, ChartQA, DePlot
+    if config.get("is_vqa"): return "a visual question-answering model (its question is drawn onto the image: no text tokens): no runner serves it yet"
     if model_type in OTHER_INPUTS: return f"{OTHER_INPUTS[model_type]}: no runner serves it yet"
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #d50389f8
@@ -254,7 +259,8 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
                 prompt:str=PROMPT, min_new_tokens:int=0)->dict:
     "The inputs of a run, per the card."
     if runner in AUDIO_RUNNERS:
-        return {"clip": CLIP, "samples": AUDIO_SAMPLES, **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
+        return {"clip": CLIP, "samples": AUDIO_SAMPLES,
+                **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
     if runner in VISION_RUNNERS:
         labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
         queries = {"queries": list(DETECTION_QUERIES)} if runner == "run_zero_shot_detection" else {}
@@ -355,7 +361,8 @@ def runner_and_fit(info:ModelInfo, # the listing's item, with a config
     runner, head = choose_runner(config)
     if why := unsupported(info.pipeline_tag, info.config, runner): return "unsupported-task", why
     nbytes, estimated = checkpoint_weight_bytes(info_checkpoint(info, api or HfApi()), info.config)
-    try: cores, fit = plan_cores(runner, config.get("model_type", ""), nbytes, stack.core_gb, min(max_cores, stack.cores), None, estimated, shards, ONE_CORE)
+    try: cores, fit = plan_cores(runner, config.get("model_type", ""), nbytes, stack.core_gb,
+                                 min(max_cores, stack.cores), None, estimated, shards, ONE_CORE)
     except UsageError as e: return "too-large", str(e)
     return None, (runner, head, nbytes, cores, fit)
 

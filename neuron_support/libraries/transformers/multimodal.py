@@ -28,7 +28,8 @@ def image_text_inputs(proc, # the checkpoint's processor
         except ValueError:   # a processor that wants its image token in the text (Chameleon's): its users write it before their question
             if not isinstance(token, str) or token in prompt: raise
             return dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))
-        if isinstance(token, str) and token not in prompt and config_image_token(config) is not None and image_tokens(enc["input_ids"], proc, config) == 0:   # the model counts image tokens, and the processor wrote none
+        # the model counts image tokens, and the processor wrote none
+        if isinstance(token, str) and token not in prompt and config_image_token(config) is not None and image_tokens(enc["input_ids"], proc, config) == 0:
             # its users write its image token before their question (GOT-OCR 2)
             enc = dict(proc(images=photo(), text=token + prompt, return_tensors="pt"))
         return enc
@@ -78,7 +79,8 @@ def caption_start(config)->torch.Tensor: # [1, 1] int64
     "The decoder's first token for a caption with no prompt: the config's `decoder_start_token_id`, else its decoder's BOS."
     start = getattr(config, "decoder_start_token_id", None)
     if start is None: start = getattr(getattr(config, "decoder", None), "bos_token_id", None)
-    if not isinstance(start, int): raise ValueError(f"{type(config).__name__} names no decoder_start_token_id and its decoder no bos_token_id: generate has no token to start from")
+    if not isinstance(start, int): raise ValueError(f"{type(config).__name__} names no decoder_start_token_id and its "
+                                                    f"decoder no bos_token_id: generate has no token to start from")
     return torch.tensor([[start]])
 
 # %% ../../../nbs/libraries/transformers/07_multimodal.ipynb #2aa522e0
@@ -104,7 +106,8 @@ def caption_generation(model, # an image-to-text model
     text decoder, from its BOS, cross-attending to the tower's states, to the [SEP] BLIP's own generate ends at."""
     if encoded is None:
         bos = model.generation_config.bos_token_id
-        if not isinstance(bos, int): raise ValueError(f"{type(model).__name__}'s generation config names no bos_token_id ({bos!r}): its generate has no id to start from")
+        if not isinstance(bos, int): raise ValueError(f"{type(model).__name__}'s generation config names no "
+                                                      f"bos_token_id ({bos!r}): its generate has no id to start from")
         ids = torch.tensor([[bos]])
         return {"decoder": model, "inputs": {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels},
                 "reference_ids": [bos], "eos_token_id": None, "prefix": pixel_positions(model)}
@@ -116,7 +119,8 @@ def caption_generation(model, # an image-to-text model
     text, states = model.config.text_config, encoded[0]
     # a config that names none: BLIP's own generate cannot begin either
     if not all(isinstance(i, int) for i in (text.bos_token_id, text.eos_token_id)):
-        raise ValueError(f"{type(model).__name__}'s text config names no bos_token_id or eos_token_id ({text.bos_token_id}, {text.eos_token_id}): its generate has no ids to start from")
+        raise ValueError(f"{type(model).__name__}'s text config names no bos_token_id or eos_token_id "
+                         f"({text.bos_token_id}, {text.eos_token_id}): its generate has no ids to start from")
     bos = torch.tensor([[text.bos_token_id]])
     return {"decoder": model.text_decoder, "inputs": {"input_ids": bos, "attention_mask": torch.ones_like(bos), "encoder_hidden_states": states,
                                                        "encoder_attention_mask": torch.ones(states.shape[:2], dtype=torch.long)},

@@ -33,7 +33,9 @@ GROUPS = ("run_image_to_text", "run_multimodal", "run_dense", "run_speech_seq2se
           "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_zero_shot_detection", "run_universal_segmentation",
           "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
-IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_universal_segmentation") # the groups whose checkpoints take their family's image processor alone
+# the groups whose checkpoints take their family's image processor alone
+IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation",
+                "run_depth_estimation", "run_universal_segmentation")
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b53634be
 def group_mappings()->dict: # {group: [(model_type, class name or names)]}
@@ -115,7 +117,8 @@ MAX_POSITIONS = 2048 # learned position tables are cut to this; a run's prompt a
 CAPPED = ("max_position_embeddings", "n_positions", "n_ctx")
 MAX_PARAMS = 30_000_000 # a "tiny" checkpoint above this was not made tiny
 NOT_WIDTH = re.compile(r"image|patch|vocab|position|window|chunk|kernel|pool|max_|length|sample|bucket|codebook_size|num_|_ids?$|token|stride")
-LAYER_INDEX = re.compile(r"(feature_layers?|_layers?_(idx|ids|indices|indexes)|_layer_ids|_block_indexes|_block_ids|_indices|_attn_indexes|full_attn_idxs)$") # lists of layer indices
+# lists of layer indices
+LAYER_INDEX = re.compile(r"(feature_layers?|_layers?_(idx|ids|indices|indexes)|_layer_ids|_block_indexes|_block_ids|_indices|_attn_indexes|full_attn_idxs)$")
 LAYER_INDEX_INT = re.compile(r"(_attn_index|_layer_index|_layer_idx|_layer_id|layer_end_index)$") # one layer's index
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #2567fc37
@@ -496,7 +499,8 @@ TOKEN_OF = {"llama4": {"image_token": "img_patch_token"}} # Llama 4 counts its p
 ADDS_OWN_TOKENS = ("instructblip", "instructblipvideo", "blip-2")
 # processors that drop the first token of their image's placeholders, taking it for the `▁` a SentencePiece tokenizer writes first
 SENTENCEPIECE = ("fuyu",)
-SYNONYMS = {**dict.fromkeys(("image_seq_length", "image_seq_len", "num_image_tokens"), ("image_seq_length", "image_seq_len", "num_image_tokens", "mm_tokens_per_image"))}
+SYNONYMS = {**dict.fromkeys(("image_seq_length", "image_seq_len", "num_image_tokens"),
+                            ("image_seq_length", "image_seq_len", "num_image_tokens", "mm_tokens_per_image"))}
 # a processor argument, and the config keys that may hold its value
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #23aa787c
@@ -526,7 +530,9 @@ def processor_class(model_type:str)->type:
 def vision_fields(config:dict)->dict:
     """The vision tower's (its vision or backbone sub-config's, else the top's) image size, patch size and merges, the
     tiles of an image, and the tokens an image is, where the config says."""
-    v = next((c for k, c in config.items() if isinstance(c, dict) and ("vision" in k or "backbone" in k) and "model_type" in c), config.get("vq_config") or config)   # a detector's backbone is its tower: LW-DETR's windows divide its image size
+    # a detector's backbone is its tower: LW-DETR's windows divide its image size
+    v = next((c for k, c in config.items() if isinstance(c, dict) and ("vision" in k or "backbone" in k) and "model_type" in c),
+             config.get("vq_config") or config)
     out = {k: v[k] for k in ("image_size", "patch_size", "temporal_patch_size") if isinstance(v.get(k), (int, list)) and not isinstance(v.get(k), bool)}
     if isinstance(v.get("resolution"), int) and "image_size" not in out: out["image_size"] = v["resolution"]   # a VQ image tokenizer's (Chameleon's)
     if isinstance(v.get("spatial_merge_size"), int): out["merge_size"] = v["spatial_merge_size"]
@@ -776,7 +782,8 @@ def zero_shot_processor(model_type:str, dest:Path, cls_name:str|None=None):
 def speech_processor(model_type:str, dest:Path):
     "The type's processor, built from its feature extractor's defaults and the demo's byte-level Whisper tokenizer, written to `dest`."
     if not (pname := PROCESSOR_MAPPING_NAMES.get(model_type)): raise LookupError(f"no processor registered for {model_type}")
-    return getattr(transformers, pname)(feature_extractor=registered(FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type))(), tokenizer=whisper_tokenizer(dest))
+    return getattr(transformers, pname)(feature_extractor=registered(FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type))(),
+                                        tokenizer=whisper_tokenizer(dest))
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #b646b2e9
 def forward_inputs(model_cls)->list:
@@ -791,7 +798,8 @@ def timm_pretrained_cfg(scale:int=1)->dict:
     "The `pretrained_cfg` of the tiny wrapper's timm model as timm writes it to a checkpoint's config.json (no weights' source, no nulls)."
     import timm
     from timm.models._hub import filter_pretrained_cfg
-    return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(), remove_source=True, remove_null=True)))
+    return json.loads(json.dumps(filter_pretrained_cfg(timm.models.get_pretrained_cfg(TIMM_TINY[scale]).to_dict(),
+                                                       remove_source=True, remove_null=True)))
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #8c2d0e02
 def color_cube(levels:int=8)->list: # [[r, g, b]], levels³ colours in -1..1
@@ -807,7 +815,8 @@ SURE = {"owlvit": sure_zero_shot_detector, "owlv2": sure_zero_shot_detector, "ma
 # about one half against every query, and every one of its thousands of boxes is kept at 0.1, each moved by bf16's rounding alone as far as
 # by a wrong answer; a Mask2Former's every pixel is a near-tie. Neither could fail or pass for its own reasons. Every other head is drawn
 # sharp by `save_tiny` (`sharp_output`), by one rule.
-NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: its from_pretrained makes timm's model of the name given (a local folder is refused), "
+NO_CHECKPOINT = {"timm_backbone": "TimmBackbone has no checkpoint of its own: its from_pretrained makes timm's model of "
+                                  "the name given (a local folder is refused), "
                                   "so a run of it is a run of that timm model, which timm's architecture table answers for"}
 # by type: why a class has no checkpoint a run could load (a SKIP that says so, where the table would otherwise say why the build failed)
 
@@ -848,7 +857,8 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     tok.model_input_names = names
     if model_type not in PAIR_LAYOUTS: return tok, tokenizer_ids(tok)
     backend = tok.backend_tokenizer
-    backend.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair=PAIR_LAYOUTS[model_type], special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
+    backend.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair=PAIR_LAYOUTS[model_type],
+                                                special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
     specials = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
     # its tokenizer.json as it is (BERT's class would write its own layout)
     tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_input_names=names, **{s: getattr(tok, s) for s in specials})
@@ -909,7 +919,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     except Exception as e:
         said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
         why = unserved(cls_name, model_type, {})   # a class no runner serves: what the plan would say of a checkpoint, not why this one was not built
-        done = {"version": version, **({"excluded": f"{why} ({cls_name})"} if why else {"skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]})}
+        done = {"version": version,
+                **({"excluded": f"{why} ({cls_name})"} if why else {"skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]})}
         dest.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp, json.dumps(done))
     return done

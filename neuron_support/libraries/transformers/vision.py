@@ -23,7 +23,8 @@ def image_inputs(proc, # the checkpoint's image processor, or its processor (ima
     i = plan["inputs"]
     # one image's queries, each alone, as the zero-shot detection pipeline passes them
     if i.get("queries"): return model_inputs(proc(text=[list(i["queries"])], images=photo(), return_tensors="pt"))
-    if "task_inputs" in inspect.signature(proc.__call__).parameters: return model_inputs(proc(images=photo(), task_inputs=["semantic"], return_tensors="pt"))   # OneFormer: the task its users ask for a class per pixel
+    # OneFormer: the task its users ask for a class per pixel
+    if "task_inputs" in inspect.signature(proc.__call__).parameters: return model_inputs(proc(images=photo(), task_inputs=["semantic"], return_tensors="pt"))
     if not i.get("candidate_labels"): return model_inputs(proc(images=photo(), return_tensors="pt"))
     pad = dict(padding="max_length", max_length=64, truncation=True) if "siglip" in plan["model_type"] else dict(padding=True)
     return model_inputs(proc(text=[i["hypothesis"].format(l) for l in i["candidate_labels"]], images=photo(), return_tensors="pt", **pad))
@@ -57,7 +58,8 @@ def phrase_logits(logits:torch.Tensor, # [boxes, tokens]: a grounding detector's
     the tokens grouped by the delimiters between them as transformers' Grounding DINO groups them (`build_label_maps`)."""
     from transformers.models.grounding_dino.modeling_grounding_dino import build_label_maps
     spans = build_label_maps(logits[None], input_ids[None])[0].bool()   # [queries, tokens]
-    if not len(spans): raise ValueError("the prompt has no token between its delimiters: no query to score a box against (a tokenizer that reads the queries as [CLS], [SEP], '.' or '?' alone)")
+    if not len(spans): raise ValueError("the prompt has no token between its delimiters: no query to score a box "
+                                        "against (a tokenizer that reads the queries as [CLS], [SEP], '.' or '?' alone)")
     return torch.stack([logits[:, span].max(-1).values for span in spans], -1)
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #52695b8e
@@ -105,7 +107,8 @@ def run_image_encoder(plan:dict, path:str, device:str, state:dict)->dict:
     "An image encoder without a head (ViT, DINOv2, a vision tower): one compiled forward pass, its pooled and patch embeddings."
     proc = transformers.AutoImageProcessor.from_pretrained(path, trust_remote_code=False)
     model = load_model(vision_class(plan), path, plan, device)
-    return forward_twice(model, {**image_inputs(proc, plan), **fixed_mask(model)}, plan, state, device, lambda out: vision_output(out, plan["runner"]))
+    return forward_twice(model, {**image_inputs(proc, plan), **fixed_mask(model)}, plan, state, device,
+                         lambda out: vision_output(out, plan["runner"]))
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #1f6af72f
 def run_zero_shot_image(plan:dict, path:str, device:str, state:dict)->dict:
@@ -164,7 +167,8 @@ def vision_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32,
             out = vision_output(model(**as_dtype(inputs, dtype)), plan["runner"])
         # a CPU kernel that misread the call's input: the call says nothing of the model
         return {**out, **({"cpu_kernel": "; ".join(watch.seen)} if watch.seen else {})}
-    key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"], "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"], "compared": COMPARED}
+    key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"],
+           "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"], "compared": COMPARED}
     ref, attention = with_attention(lambda a: cpu_references({**key, "attention": a}, cache_dir, "vision", lambda dtype: call(dtype, a)))
     return {**ref, "attention": attention}
 
@@ -245,7 +249,8 @@ def check_vision_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     elif runner == "run_zero_shot_image": c = check_zero_shot(ref, out["output"], plan["inputs"]["candidate_labels"], device)
     else:
         c = check_hidden_states(ref["fp32"]["rows"], ref["bf16"]["rows"], out["output"]["rows"])
-        c = {**c, "prediction": c["prediction"].replace(" tokens:", " rows (pooled, then each patch):"), "cpu_match": c["cpu_match"].replace("at token", "at row")}
+        c = {**c, "prediction": c["prediction"].replace(" tokens:", " rows (pooled, then each patch):"),
+             "cpu_match": c["cpu_match"].replace("at token", "at row")}
     # the CPU's failure: nothing of the model's
     if kernel and not c["ok"]: c = {**c, "cpu_eager": f"the CPU's eager bf16 call is misread by the CPU's own kernel: {kernel}", "cpu_kernel": kernel}
     return {"cpu_match": c["cpu_match"], "english": "", "check": cpu_check(ref["attention"]), "reference_cached": ref["cached"], "ok": c["ok"], "prediction": c["prediction"],
@@ -272,7 +277,9 @@ def check_depth(ref:dict, dev:dict, device:str="device")->dict: # ok, cpu_match,
     err, err16, cos = relative_error(d, d32), relative_error(d16, d32), cosine(d, d32)
     prediction = f"depth on {device}: relative error {err:.4f} to CPU fp32 (CPU bf16 {err16:.4f}), cosine {cos:.5f}; fp32's depths {float(d32.min()):.3g} to {float(d32.max()):.3g}"
     if not err <= max(BF16_DRIFT_FACTOR * err16, DEPTH_ERROR_FLOOR): return {"ok": False, "cpu_match": f"N relative error {err:.4f}, over twice bf16's ({err16:.4f})", "prediction": prediction}
-    if not cos >= DEPTH_COSINE: return {"ok": False, "cpu_match": f"N cosine {cos:.4f} with fp32's map, under {DEPTH_COSINE}", "prediction": prediction}
+    if not cos >= DEPTH_COSINE: return {"ok": False,
+                                        "cpu_match": f"N cosine {cos:.4f} with fp32's map, under {DEPTH_COSINE}",
+                                        "prediction": prediction}
     return {"ok": True, "cpu_match": "Y", "prediction": prediction}
 
 # %% ../../../nbs/libraries/transformers/06_vision.ipynb #d1e45a06
@@ -317,7 +324,10 @@ def check_segmentation(ref:dict, dev:dict, id2label:dict|None, device:str="devic
         if n := int((~torch.isfinite(logits)).sum()):
             return {"ok": False, "cpu_match": f"N {n} of the {who}'s logits are NaN or infinite" + (f" (the CPU's bf16: {n16})" if n16 else ""), "prediction": prediction,
                     **({"cpu_eager": f"the CPU's eager bf16 call gives {n16} NaN or infinite logits"} if n16 else {})}
-    if near < SEGMENTATION_AGREEMENT: return {"ok": False, "cpu_match": f"N {1 - near:.1%} of the pixels a class fp32 puts nats below its own (at most {1 - SEGMENTATION_AGREEMENT:.0%})", "prediction": prediction}
+    if near < SEGMENTATION_AGREEMENT: return {"ok": False,
+                                              "cpu_match": f"N {1 - near:.1%} of the pixels a class fp32 puts nats "
+                                                           f"below its own (at most {1 - SEGMENTATION_AGREEMENT:.0%})",
+                                              "prediction": prediction}
     same32 = float((dev["logits"].argmax(0) == ref["fp32"]["logits"].argmax(0)).float().mean())
     if same32 == 1: return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     said = ([f"near-tie at {1 - same:.2%} of the pixels"] if same < 1 else []) + ([f"bf16's class at {same - same32:.2%}" + ("" if same < 1 else " of the pixels")] if same > same32 else [])
@@ -436,12 +446,14 @@ def check_detection(ref:dict, dev:dict, id2label:dict|None, device:str="device",
             (ties if tie else wrong).append(f"{name(cd[m])} for fp32's {name(c32[q])} ({gap_text(gap, allowed)})")
         if over and sd[m] < threshold <= s16[q]:
             gap, allowed = log_odds(s32[q]) - log_odds(threshold), score_allowance(s32[q], s16[q])
-            (ties if gap <= allowed else wrong).append(f"fp32's {name(c32[q])} {float(s32[q]):.2f} kept, {float(sd[m]):.2f} on the device ({gap_text(gap, allowed)})")
+            (ties if gap <= allowed else wrong).append(f"fp32's {name(c32[q])} {float(s32[q]):.2f} kept, "
+                                                       f"{float(sd[m]):.2f} on the device ({gap_text(gap, allowed)})")
     for d in (sd >= threshold).nonzero()[:, 0].tolist():
         j = same_box(b32, bd[d], d)
         if s32[j] >= threshold or s16[j] >= threshold: continue
         gap, allowed = log_odds(threshold) - log_odds(s32[j]), score_allowance(s32[j], s16[j])
-        (ties if gap <= allowed else wrong).append(f"a {name(cd[d])} box {float(sd[d]):.2f} that fp32 does not keep ({float(s32[j]):.2f}; {gap_text(gap, allowed)})")
+        (ties if gap <= allowed else wrong).append(f"a {name(cd[d])} box {float(sd[d]):.2f} that fp32 does not keep "
+                                                   f"({float(s32[j]):.2f}; {gap_text(gap, allowed)})")
     if wrong: return fail("; ".join(wrong[:3]))
     if ties: return {"ok": True, "cpu_match": "~ near-tie: " + "; ".join(ties[:3]), "prediction": prediction}
     return {"ok": True, "cpu_match": "Y", "prediction": prediction}
