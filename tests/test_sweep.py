@@ -186,10 +186,9 @@ def test_one_ray_for_a_sweep_over_two_libraries(tmp_path, probe_notebook):
     """Issue 28: a sweep over two libraries starts Ray once, not once per library; the second library's runs go to the
     Ray workers the first library's runs left idle; Ray is shut down once, as the sweep ends."""
     import io, ray
-    from dataclasses import replace
     items = [SweepItem(f"t/pass-{k}", "run", cores=1, runner="run_dense", selection_rank=k) for k in (1, 2)]
     log, out, said = tmp_path / "executions.log", tmp_path / "out", io.StringIO()
-    stacks = [replace(CPU, library=name) for name in ("transformers", "sentence-transformers")]
+    stacks = [library_stack(name, "cpu", found={}) for name in ("transformers", "sentence-transformers")]   # each its own version
     sweep(out_dir=out, items=items, notebook=probe_notebook, stack=CPU, slots=2, time_limit=60, grace=5, prefetch_gb=0, stream=said,
           parameters=probe_params(log, library_versions={s.library: s.library_version for s in stacks}), libraries=[s.library for s in stacks])
     lines = said.getvalue().splitlines()
