@@ -22,7 +22,7 @@ SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 # %% ../nbs/02_demo.ipynb #eb2a8837
-DEMO_VERSION = "29"
+DEMO_VERSION = "30"
 STAMP = ".demo-version"
 GATED_TOKEN = "demo-gated-reader"  # a test token of the demo hub, not a secret: it reads the demo's gated repo
 
@@ -56,16 +56,22 @@ def seed_of(name:str, # the repo's name
 LOGIT_SPREAD = 4.0
 
 # %% ../nbs/02_demo.ipynb #767d8755
-def live_layers(model:torch.nn.Module)->str: # what was done, for the table
-    """A model whose hidden states are its output (no output layer: a bare encoder) with its Linear layers drawn at std
-    1/sqrt(fan-in), a trained model's scale, and its layer scales drawn near zero set to 1, from the current seed."""
-    layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+def live_layers(model:torch.nn.Module,
+                keep:tuple=(), # modules left as drawn (an output layer tied to the input embeddings)
+                why:str="no output layer", # why its layers must matter, for the table
+               )->str: # what was done, for the table
+    """A model whose hidden states are its output (no output layer: a bare encoder), or whose layers hardly move them,
+    with its Linear layers (and GPT-2's transposed ones, `nx` inputs) drawn at std 1/sqrt(fan-in), a trained model's
+    scale, and its layer scales drawn near zero set to 1, from the current seed."""
+    fan_in = lambda m: m.in_features if isinstance(m, torch.nn.Linear) else getattr(m, "nx", None)   # transformers' Conv1D: a Linear stored (in, out)
+    layers = [m for m in model.modules() if isinstance(getattr(m, "weight", None), torch.nn.Parameter) and isinstance(fan_in(m), int)
+              and not any(m is k for k in keep)]
     with torch.no_grad():
         # a layer scale drawn near zero (ConvNeXt's 1e-6): every block starts as the identity
         scales = [p for p in model.parameters() if p.dim() == 1 and p.is_floating_point() and p.any() and float(p.abs().max()) < 1e-3]
-        for m in layers: m.weight.normal_(0, m.in_features ** -0.5)
+        for m in layers: m.weight.normal_(0, fan_in(m) ** -0.5)
         for p in scales: p.fill_(1.0)
-    return f"no output layer: its {len(layers)} Linear layers drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
+    return f"{why}: its {len(layers)} Linear layers drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
 
 # %% ../nbs/02_demo.ipynb #ff8be507
 IMAGENET_LABELS = ["tabby, tabby cat", "tiger cat", "Egyptian cat", "lynx", "golden retriever", "sports car", "teapot", "volcano"]

@@ -276,7 +276,8 @@ def pytest_collection_modifyitems(items):
 # broken on purpose (the test hook NEURON_SUPPORT_BREAK_TINY: its rotary dimension past its head, as the first builder had it): a
 # failure of the tiny checkpoint alone, which the table must call the builder's (a SKIP), not the architecture's. BERT: three
 # of its classes (a head, the bare encoder, BERT as a decoder: two runners; its other heads are the encoder checks' own, tests/test_checks.py).
-ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,omdet-turbo:OmDetTurboForObjectDetection"
+# ZoeDepth: a depth estimator, which passes and whose check misses its damage (below).
+ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,omdet-turbo:OmDetTurboForObjectDetection,zoedepth"
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
 
 
@@ -305,11 +306,12 @@ def architecture_table(tmp_path_factory):
                              "--no-damage"], timeout=1200, env=BROKEN_TINY)
 
 
-# Four of that table's passing rows run damaged, on a copy of it (`architectures --only DAMAGED_ONLY`: a table without damaged
+# Five of that table's passing rows run damaged, on a copy of it (`architectures --only DAMAGED_ONLY`: a table without damaged
 # runs gets them on the next invocation, its intact runs kept): a causal LM, an encoder's head, the bare encoder (its layers drawn
-# live), and Mamba, the one whose flipped weights the check misses. Each type of the table, run damaged, is the session's
-# minutes: four show that the check catches damage, and what the table and the app say of one it missed.
-DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba"
+# live), Mamba, whose tied head gave back its input until the builder drew its layers live (`echoes`), and ZoeDepth, whose
+# metric-bin head gives the same depth intact and damaged: the one the check misses. Each type of the table, run damaged, is the
+# session's minutes: four show that the check catches damage, and one what the table and the app say of a type it missed.
+DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba,zoedepth"
 
 
 @pytest.fixture(scope="session")

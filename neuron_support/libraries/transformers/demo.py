@@ -226,11 +226,28 @@ def measured_spread(model, # a random transformers model, in float32
     finally: hook.remove()
     return seen[-1] if seen and math.isfinite(seen[-1]) and seen[-1] > 0 else None
 
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #c99e3609
+# a share of positions past which a model's logits give back its input tokens: its layers hardly move the embeddings
+ECHO_SHARE = 0.5
+
+def echoes(model, # a random transformers model, in float32
+          )->bool:
+    """Whether the model's logits on its dummy inputs pick back the tokens it was given, at most positions: a head tied to
+    the input embeddings over layers too weak to move them (Mamba's), whose generation no damage to the layers changes."""
+    inputs = model.dummy_inputs
+    ids = inputs.get("decoder_input_ids", inputs.get("input_ids"))
+    if ids is None: return False
+    try:
+        with torch.no_grad(): logits = model(**inputs).logits
+    except Exception: return False   # a model that takes more than its dummy inputs (images, sounds): not measured
+    return tuple(logits.shape[:2]) == tuple(ids.shape) and float((logits.argmax(-1) == ids).float().mean()) > ECHO_SHARE
+
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #f29f41b8
 def sharp_output(model, # a random transformers model, in float32
                  spread:float=LOGIT_SPREAD,
                 )->str: # what was done, for the table: "lm_head x25.1", or why nothing was
-    """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`): scaled so that its
+    """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`; a tied one that
+    `echoes` its input: its layers live too): scaled so that its
     outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its
     bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input
     embeddings; a layer already as sharp (T5's) is left alone."""
@@ -239,15 +256,17 @@ def sharp_output(model, # a random transformers model, in float32
     if head is None and model.base_model is model: return live_layers(model)
     # a head that is no Linear over labels (a detector's text-query head, a mask classifier's)
     if head is None: return "no output layer found: left as drawn"
-    factor = spread / (measured_spread(model, head) or float(head.weight.detach().flatten(1).norm(dim=1).mean()))
-    if factor <= 1: return f"{name} left as drawn (already sharp)"
     tied = any(m.weight is head.weight for m in model.modules() if isinstance(m, torch.nn.Embedding))
+    # a tied head that gives back its input: its layers made to matter, or no damage to them changes a token
+    lived = live_layers(model, keep=(head,), why="its output echoed its input") + "; " if tied and echoes(model) else ""
+    factor = spread / (measured_spread(model, head) or float(head.weight.detach().flatten(1).norm(dim=1).mean()))
+    if factor <= 1: return lived + f"{name} left as drawn (already sharp)"
     target, module = final_norm(model) if tied else (name, head)
-    if module is None: return f"{name} shares the input embeddings and no norm feeds it: left as drawn"
+    if module is None: return lived + f"{name} shares the input embeddings and no norm feeds it: left as drawn"
     with torch.no_grad():
         module.weight.mul_(factor)
         if not tied and head.bias is not None: head.bias.zero_()
-    return f"{target} x{factor:.1f}" + (f" ({name} shares the input embeddings)" if tied else "")
+    return lived + f"{target} x{factor:.1f}" + (f" ({name} shares the input embeddings)" if tied else "")
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #1f8d3373
 def save_tiny(dest:Path, # the repo folder to write
