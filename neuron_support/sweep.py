@@ -7,7 +7,7 @@ __all__ = ['run_folder', 'sweep']
 
 # %% ../nbs/20_sweep.ipynb #7cccca0d
 from fastcore.basics import patch
-import contextlib, contextvars, inspect, getpass, importlib, importlib.util, io, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
+import contextlib, contextvars, inspect, getpass, importlib, importlib.util, io, json, math, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from collections import Counter
 from dataclasses import dataclass, asdict, field, fields, replace
 from fnmatch import fnmatch
@@ -551,6 +551,7 @@ class Prefetch(threading.Thread):
 
 # %% ../nbs/20_sweep.ipynb #b6b236c9
 BUDGET_RESERVE = 0.1 # the share of the disk the default budget leaves free
+DISK_BUDGET_ENV = "NEURON_SUPPORT_DISK_BUDGET" # GiB a host's weights cache may hold, where that host sets it (--disk-budget first)
 BUDGET_FILE = ".neuron-support-budget" # beside the cache's repos: its lock, and the bytes the runs in flight still download (.json)
 
 # %% ../nbs/20_sweep.ipynb #58a5af85
@@ -563,9 +564,14 @@ def cache_scan(cache_dir)->list: # CachedRepoInfo of each model repo in the cach
 
 # %% ../nbs/20_sweep.ipynb #0c2fc2ab
 def disk_budget(cache_dir, # the Hugging Face cache
-                gb:float|None=None, # the budget in GiB (--disk-budget); None: the default
+                gb:float|None=None, # the budget in GiB (--disk-budget); None: this host's NEURON_SUPPORT_DISK_BUDGET, else the default
                )->int: # bytes
-    "The bytes the weights cache may hold: `gb` where given, else what it holds and the disk's free space, less a tenth of the disk."
+    """The bytes the weights cache may hold: `gb` where given, else the GiB this host's `NEURON_SUPPORT_DISK_BUDGET` says,
+    else what it holds and the disk's free space, less a tenth of the disk."""
+    if not gb and (said := os.environ.get(DISK_BUDGET_ENV, "").strip()):
+        try: gb = float(said)
+        except ValueError: gb = None
+        if not (gb and math.isfinite(gb) and gb > 0): raise UsageError(f"{DISK_BUDGET_ENV}={said!r}: a positive number of GiB")
     if gb: return int(gb * 2**30)
     folder = Path(cache_dir); folder.mkdir(parents=True, exist_ok=True)
     disk = shutil.disk_usage(folder)

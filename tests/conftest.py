@@ -55,6 +55,10 @@ for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
 # this machine's two cores, and two threads a run only fight over them (tiny models' ops are too small to share); the
 # runs of tests/test_run.py took 14 % less time so (benchmarks/README.md). An OMP_NUM_THREADS of the caller's is kept.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Each sweep's weights cache holds 20 GiB, whatever this machine's free space (the default budget is the free space less a
+# tenth of the disk: on a disk more than 90 % full, every download would be "larger than the disk budget"). A test of the
+# budget passes --disk-budget, which comes first. A NEURON_SUPPORT_DISK_BUDGET of the caller's is kept.
+os.environ.setdefault("NEURON_SUPPORT_DISK_BUDGET", "20")
 os.environ.update(hub_env(HUB_ENDPOINT, HF_HOME))
 
 ORG = "neuron-support-test"

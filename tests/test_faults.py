@@ -73,7 +73,8 @@ def test_a_flaky_hub_and_a_small_disk_change_no_verdict(demo_hub, demo_sweep_of_
     larger than the disk's budget, get no row, and the sweep's last lines say why."""
     flaky = FlakyHub(demo_hub, flaky_rule)
     with flaky.serving() as endpoint, small_filesystem(tmp_path / "hub-cache", CACHE_MB) as cache:
-        env = {**hub_env(endpoint, tmp_path / "hf-home"), "HF_HUB_CACHE": str(cache), "NEURON_SUPPORT_CACHE": str(tmp_path / "refs")}
+        env = {**hub_env(endpoint, tmp_path / "hf-home"), "HF_HUB_CACHE": str(cache), "NEURON_SUPPORT_CACHE": str(tmp_path / "refs"),
+               "NEURON_SUPPORT_DISK_BUDGET": ""}   # the default budget: the tmpfs's own free space (conftest sets 20 GiB)
         p = sweep(tmp_path / "out", MODELS + [BROKEN, SMOLLM2], env, "--slots", "2", "--retries", "1")
         held = sorted(d.name for d in cache.glob("models--*"))
     assert p.returncode == 0, p.stderr[-3000:]
