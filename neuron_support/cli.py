@@ -66,7 +66,7 @@ def out_folder(path:str, flag:str="--out")->Path:
 # %% ../nbs/22_cli.ipynb #26122d5f
 def stack_from(args)->"Stack":
     "The stack the arguments ask for (a sweep's libraries are its own: the stack gets the first it names, else the registry's first)."
-    library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or list(libraries())[0]
+    library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or known_libraries()[0]
     return library_stack(library, args.device, args.backend, args.core_gb)
 
 # %% ../nbs/22_cli.ipynb #452713af

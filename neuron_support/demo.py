@@ -7,7 +7,7 @@ __all__ = ['ORG', 'SMOLLM2_ID', 'MINILM_ID', 'LOGIT_SPREAD', 'IMAGENET_LABELS', 
            'live_layers', 'edit_json', 'edit_config', 'save_changed', 'DemoRepo', 'build_demo']
 
 # %% ../nbs/02_demo.ipynb #4fa67bdb
-import hashlib, importlib.util, json, os, shutil, zlib
+import hashlib, importlib.util, json, math, os, shutil, zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -22,7 +22,7 @@ SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 # %% ../nbs/02_demo.ipynb #eb2a8837
-DEMO_VERSION = "30"
+DEMO_VERSION = "31"
 STAMP = ".demo-version"
 GATED_TOKEN = "demo-gated-reader"  # a test token of the demo hub, not a secret: it reads the demo's gated repo
 
@@ -56,22 +56,36 @@ def seed_of(name:str, # the repo's name
 LOGIT_SPREAD = 4.0
 
 # %% ../nbs/02_demo.ipynb #767d8755
+def fan_in(m:torch.nn.Module, # a module with a weight
+           convolutions:bool=False, # whether a convolution counts
+          )->int|None: # the inputs each of its outputs sums, or None for a module that is no such layer
+    "A Linear layer's inputs (GPT-2's transposed `Conv1D`'s, `nx`), or a convolution's channels in a group times its kernel."
+    if isinstance(m, torch.nn.Linear): return m.in_features
+    if convolutions and isinstance(m, torch.nn.modules.conv._ConvNd): return m.in_channels // m.groups * math.prod(m.kernel_size)
+    n = getattr(m, "nx", None)   # transformers' Conv1D: a Linear stored (in, out)
+    return n if isinstance(n, int) else None
+
+
+# %% ../nbs/02_demo.ipynb #d69f4eaa
 def live_layers(model:torch.nn.Module,
                 keep:tuple=(), # modules left as drawn (an output layer tied to the input embeddings)
                 why:str="no output layer", # why its layers must matter, for the table
+                convolutions:bool=False, # its convolutions too (a head of convolutions that gives the same output whatever its input)
                )->str: # what was done, for the table
     """A model whose hidden states are its output (no output layer: a bare encoder), or whose layers hardly move them,
-    with its Linear layers (and GPT-2's transposed ones, `nx` inputs) drawn at std 1/sqrt(fan-in), a trained model's
-    scale, and its layer scales drawn near zero set to 1, from the current seed."""
-    fan_in = lambda m: m.in_features if isinstance(m, torch.nn.Linear) else getattr(m, "nx", None)   # transformers' Conv1D: a Linear stored (in, out)
-    layers = [m for m in model.modules() if isinstance(getattr(m, "weight", None), torch.nn.Parameter) and isinstance(fan_in(m), int)
-              and not any(m is k for k in keep)]
+    with its Linear layers (and GPT-2's transposed ones; its convolutions where asked) drawn at std 1/sqrt(fan-in), a
+    trained model's scale, and its layer scales drawn near zero set to 1, from the current seed."""
+    layers = [m for m in model.modules() if isinstance(getattr(m, "weight", None), torch.nn.Parameter)
+              and fan_in(m, convolutions) is not None and not any(m is k for k in keep)]
     with torch.no_grad():
         # a layer scale drawn near zero (ConvNeXt's 1e-6): every block starts as the identity
         scales = [p for p in model.parameters() if p.dim() == 1 and p.is_floating_point() and p.any() and float(p.abs().max()) < 1e-3]
-        for m in layers: m.weight.normal_(0, fan_in(m) ** -0.5)
+        for m in layers: m.weight.normal_(0, fan_in(m, convolutions) ** -0.5)
         for p in scales: p.fill_(1.0)
-    return f"{why}: its {len(layers)} Linear layers drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
+    convs = sum(isinstance(m, torch.nn.modules.conv._ConvNd) for m in layers)
+    kinds = f"{len(layers) - convs} Linear layers" + (f" and {convs} convolutions" if convs else "")
+    return f"{why}: its {kinds} drawn at 1/sqrt(fan-in)" + (f", {len(scales)} layer scales at 1" if scales else "")
+
 
 # %% ../nbs/02_demo.ipynb #ff8be507
 IMAGENET_LABELS = ["tabby, tabby cat", "tiger cat", "Egyptian cat", "lynx", "golden retriever", "sports car", "teapot", "volcano"]

@@ -280,8 +280,9 @@ def pytest_collection_modifyitems(items):
 # broken on purpose (the test hook NEURON_SUPPORT_BREAK_TINY: its rotary dimension past its head, as the first builder had it): a
 # failure of the tiny checkpoint alone, which the table must call the builder's (a SKIP), not the architecture's. BERT: three
 # of its classes (a head, the bare encoder, BERT as a decoder: two runners; its other heads are the encoder checks' own, tests/test_checks.py).
-# ZoeDepth: a depth estimator, which passes and whose check misses its damage (below).
-ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,omdet-turbo:OmDetTurboForObjectDetection,zoedepth"
+# ZoeDepth: a depth estimator, which passes. MaskFormer: a universal segmenter, which passes and whose check misses noise on its
+# weights (below).
+ARCHITECTURES_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,bert:BertLMHeadModel,t5,mamba,gptj,deepseek_v3,blenderbot,fnet:FNetForMaskedLM,mpt,dbrx,owlv2:Owlv2ForObjectDetection,omdet-turbo:OmDetTurboForObjectDetection,zoedepth,maskformer"
 BROKEN_TINY = {"NEURON_SUPPORT_BREAK_TINY": json.dumps({"gptj": {"rotary_dim": 64}})}
 
 
@@ -312,10 +313,10 @@ def architecture_table(tmp_path_factory):
 
 # Five of that table's passing rows run damaged, on a copy of it (`architectures --only DAMAGED_ONLY`: a table without damaged
 # runs gets them on the next invocation, its intact runs kept): a causal LM, an encoder's head, the bare encoder (its layers drawn
-# live), Mamba, whose tied head gave back its input until the builder drew its layers live (`echoes`), and ZoeDepth, whose
-# metric-bin head gives the same depth intact and damaged: the one the check misses. Each type of the table, run damaged, is the
+# live), Mamba, whose tied head gave back its input until the builder drew its layers live (`echoes`), and MaskFormer, whose
+# 100 queries all give one class, so that its map is one class with noise on its weights too: the damage the check misses. Each type of the table, run damaged, is the
 # session's minutes: four show that the check catches damage, and one what the table and the app say of a type it missed.
-DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba,zoedepth"
+DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba,maskformer"
 
 
 @pytest.fixture(scope="session")

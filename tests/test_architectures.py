@@ -17,12 +17,13 @@ BERTS = [("bert", c) for c in ("BertForMaskedLM", "BertLMHeadModel", "BertModel"
 WRITE_TOKEN = "hf_local_test_writer"  # the local Hub accepts any token for writes
 
 
-MAMBA, ZOE = ("mamba", "MambaForCausalLM"), ("zoedepth", "ZoeDepthForDepthEstimation")
+MAMBA, ZOE, MASKFORMER = ("mamba", "MambaForCausalLM"), ("zoedepth", "ZoeDepthForDepthEstimation"), ("maskformer", "MaskFormerForInstanceSegmentation")
 PASSING = [("llama", "LlamaForCausalLM"), ("t5", "T5ForConditionalGeneration"), ("mamba", "MambaForCausalLM"),
            ("deepseek_v3", "DeepseekV3ForCausalLM"), ("blenderbot", "BlenderbotForCausalLM"),
            ("blenderbot", "BlenderbotForConditionalGeneration"),   # these three: the first table's wrongly blamed architectures
            ("owlv2", "Owlv2ForObjectDetection"),   # a dense vision group's: the text queries, its weights made sure (`SURE`)
-           ZOE]   # a depth estimator
+           ZOE,   # a depth estimator
+           MASKFORMER]   # a universal segmenter
 
 
 def test_the_table_holds_each_architecture_with_its_result(architecture_table):
@@ -49,11 +50,13 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert ran.runner.to_dict() == {**{b: "run_dense" if b[1] == "BertLMHeadModel" else "run_encoder" for b in BERTS}, fnet: "run_encoder",
                                     **{k: "run_seq2seq" if k[1] in ("T5ForConditionalGeneration", "BlenderbotForConditionalGeneration") else "run_dense"
                                        for k in [*PASSING, mpt, gptj]}, ("owlv2", "Owlv2ForObjectDetection"): "run_zero_shot_detection",
-                                    ZOE: "run_depth_estimation"}
+                                    ZOE: "run_depth_estimation", MASKFORMER: "run_universal_segmentation"}
     assert (ran.library == "transformers").all() and (ran.device == "cpu").all() and ran.tested_at.notna().all()
     assert ran.run_py.str.contains("PLAN = ").all() and (ran.params < 30_000_000).all()
     assert t.loc[("mamba", "MambaForCausalLM")].settings == "one prefill" and t.loc[("llama", "LlamaForCausalLM")].settings == "card"
     assert t.loc[MAMBA]["head"].startswith("its output echoed its input: its 8 Linear layers drawn at 1/sqrt(fan-in); backbone.norm_f x")   # `echoes`
+    # `flat_output`: its depth the softplus of nothing at every pixel until its convolutions were drawn live too
+    assert t.loc[ZOE]["head"].startswith("its output the same at every pixel: its ") and " convolutions drawn at 1/sqrt(fan-in)" in t.loc[ZOE]["head"]
     assert t.loc[("llama", "LlamaForCausalLM")]["head"].startswith("lm_head x") and t.loc[("bert", "BertForMaskedLM")]["head"].endswith("(cls.predictions.decoder shares the input embeddings)")   # what the builder drew sharp
     blender = json.loads((Path(build_folder("blenderbot", "BlenderbotForConditionalGeneration")) / "config.json").read_text())
     assert blender["max_position_embeddings"] == 128   # its run passed within its own 128 positions
@@ -80,13 +83,13 @@ def test_passing_rows_without_damaged_runs_get_them_and_the_check_catches_the_da
     t = read_architectures(architecture_path(out, PAIR))
     pd.testing.assert_frame_equal(t.drop(columns=damage), intact.drop(columns=damage))   # the intact rows as they were, their times too
     t = t.set_index(["model_type", "class"])
-    damaged = [("llama", "LlamaForCausalLM"), ("bert", "BertForMaskedLM"), ("bert", "BertModel"), MAMBA, ZOE]
+    damaged = [("llama", "LlamaForCausalLM"), ("bert", "BertForMaskedLM"), ("bert", "BertModel"), MAMBA, MASKFORMER]
     # Mamba flipped too: its layers drawn live, its generation is theirs, not its embeddings' given back (`echoes`)
     assert (t.loc[damaged[:4], damage] == "FAIL(output)").all().all(), t[damage]
-    assert t.loc[ZOE, damage].tolist() == ["PASS Y", "PASS Y"]   # ZoeDepth's metric bins: the same depth intact and damaged (benchmarks/README.md)
+    assert t.loc[MASKFORMER, damage].tolist() == ["PASS Y", "FAIL(output)"]   # its queries all one class: its map the same with noise (benchmarks/README.md)
     assert t.drop(damaged)[damage].isna().all().all()   # the rows --only left out: not run damaged
-    assert "not caught: zoedepth ZoeDepthForDepthEstimation: noise PASS Y, swap PASS Y" in p.stdout
-    assert f"  all{' ' * 42}noise {'4/5':>7}  swap {'4/5':>7}  {8 / 10:>4.0%}" in p.stdout, p.stdout[-1500:]
+    assert "not caught: maskformer MaskFormerForInstanceSegmentation: noise PASS Y" in p.stdout
+    assert f"  all{' ' * 42}noise {'4/5':>7}  swap {'5/5':>7}  {9 / 10:>4.0%}" in p.stdout, p.stdout[-1500:]
     for d in ("noise", "swap"):   # the damaged runs' notebooks, to open as any run's
         assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(damaged)
 

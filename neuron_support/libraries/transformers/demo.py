@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np, tokenizers, torch, transformers
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES
 from ...stack import UsageError, write_atomic
 from ...photo import photo
 from ...facts import DETECTION_QUERIES
@@ -199,32 +200,73 @@ def final_norm(model)->tuple: # (its name, the module), or (None, None)
     return None, None
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #121f71a3
-def noise_image(config)->dict: # {"pixel_values": a batch of one}, empty where the config names no image size
-    """An image of normal noise at the size and channels a vision config names (its own or its `vision_config`'s), as a
-    processor's normalised pixels are."""
-    vision = getattr(config, "vision_config", None) or config
-    size, channels = getattr(vision, "image_size", None), getattr(vision, "num_channels", 3)
+# the side of the noise image a vision model whose config names no size is measured on (a backbone of convolutions takes any)
+NOISE_SIZE = 224
+
+def noise_image(config, # a vision model's config
+                default:int|None=None, # the side to take where no config names a size (None: no image)
+               )->dict: # {"pixel_values": a batch of one}, empty where no size is known
+    """An image of normal noise at the size and channels a vision config names (its `vision_config`'s, its backbone's or
+    its own), as a processor's normalised pixels are."""
+    named = [c for c in (getattr(config, "vision_config", None), getattr(config, "backbone_config", None), config) if c is not None]
+    vision = next((c for c in named if getattr(c, "image_size", None) is not None), None)
+    size, channels = getattr(vision, "image_size", default), getattr(vision or config, "num_channels", 3)
     if isinstance(size, dict): size = [size.get("height"), size.get("width")]
     h, w = (size, size) if isinstance(size, int) else tuple(size or ())[:2] or (None, None)
     if not (isinstance(h, int) and isinstance(w, int) and isinstance(channels, int)): return {}
     return {"pixel_values": torch.randn(1, channels, h, w, generator=torch.Generator().manual_seed(0))}
 
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #67465e60
+def noise_features(config, # a speech model's config
+                   ids:torch.Tensor|None, # the decoder's prompt (its dummy input ids), or None
+                  )->dict: # {"input_features", "decoder_input_ids"}, empty where the config names no log-mel frames
+    """Log-mel features of normal noise at the bins and frames a Whisper config names (`num_mel_bins`, twice
+    `max_source_positions`), with a prompt for its decoder."""
+    bins, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
+    if not (isinstance(bins, int) and isinstance(positions, int)) or ids is None: return {}
+    features = torch.randn(1, bins, 2 * positions, generator=torch.Generator().manual_seed(0))
+    return {"input_features": features, "decoder_input_ids": ids}
+
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #b8b46d60
+def probe_inputs(model)->list: # dicts of inputs, the empty ones dropped
+    """What a random model is measured on: its own dummy inputs (a few token ids: a text model's), an image of noise at
+    its size (a vision model's), log-mel noise with a decoder prompt (Whisper's)."""
+    ids = model.dummy_inputs.get("input_ids")
+    image = noise_image(model.config, NOISE_SIZE if model.main_input_name == "pixel_values" else None)
+    return [x for x in (model.dummy_inputs, image, noise_features(model.config, ids)) if x]
+
+
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b842caed
+def probe(model, # a random transformers model, in float32
+          module:torch.nn.Module|None=None, # the module whose output is kept (None: the model's first output)
+         )->torch.Tensor|None: # in float32, or None where the model takes neither input
+    "The output of `module` (or the model's first output) on the first of `probe_inputs` the model takes."
+    seen = []
+    hook = module.register_forward_hook(lambda m, args, out: seen.append(out)) if module is not None else None
+    try:
+        for inputs in probe_inputs(model):
+            try:
+                with torch.no_grad(): out = model(**inputs)
+                kept = seen[-1] if module is not None else out[0]
+                return kept.detach().float() if torch.is_tensor(kept) else None
+            except Exception: seen.clear()   # a model of images, sounds or both: the next inputs
+    finally:
+        if hook is not None: hook.remove()
+    return None
+
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #1a0846a7
 def measured_spread(model, # a random transformers model, in float32
                     head:torch.nn.Module, # its output layer (`output_layer`)
                    )->float|None: # the standard deviation of the head's outputs, or None where the model takes no text alone
-    """How far apart the head's outputs are on the model's own dummy inputs (a few token ids: a text model's), or on an
-    image of noise at its size (a vision model's), measured at the head."""
-    seen = []
-    hook = head.register_forward_hook(lambda m, args, out: seen.append(float(out.detach().float().std())))
-    try:
-        for inputs in (model.dummy_inputs, noise_image(model.config)):
-            try:
-                with torch.no_grad(): model(**inputs)
-                break
-            except Exception: seen.clear()   # a model of images, sounds or both: the next inputs, else the rows' norm stands in
-    finally: hook.remove()
-    return seen[-1] if seen and math.isfinite(seen[-1]) and seen[-1] > 0 else None
+    """How far apart the head's outputs are on the model's own inputs (`probe`); where it takes none, the rows' norm
+    stands in."""
+    out = probe(model, head)
+    spread = float(out.std()) if out is not None and out.numel() > 1 else math.nan
+    return spread if math.isfinite(spread) and spread > 0 else None
+
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #c99e3609
 # a share of positions past which a model's logits give back its input tokens: its layers hardly move the embeddings
@@ -232,28 +274,58 @@ ECHO_SHARE = 0.5
 
 def echoes(model, # a random transformers model, in float32
           )->bool:
-    """Whether the model's logits on its dummy inputs pick back the tokens it was given, at most positions: a head tied to
+    """Whether the model's logits on its `probe_inputs` pick back the tokens it was given, at most positions: a head tied to
     the input embeddings over layers too weak to move them (Mamba's), whose generation no damage to the layers changes."""
-    inputs = model.dummy_inputs
-    ids = inputs.get("decoder_input_ids", inputs.get("input_ids"))
-    if ids is None: return False
-    try:
-        with torch.no_grad(): logits = model(**inputs).logits
-    except Exception: return False   # a model that takes more than its dummy inputs (images, sounds): not measured
-    return tuple(logits.shape[:2]) == tuple(ids.shape) and float((logits.argmax(-1) == ids).float().mean()) > ECHO_SHARE
+    for inputs in probe_inputs(model):
+        ids = inputs.get("decoder_input_ids", inputs.get("input_ids"))
+        try:
+            with torch.no_grad(): logits = model(**inputs).logits
+        except Exception: continue   # a model that takes more than these inputs (images and text together): the next ones
+        if ids is None: return False   # an image model: no token to give back
+        return tuple(logits.shape[:2]) == tuple(ids.shape) and float((logits.argmax(-1) == ids).float().mean()) > ECHO_SHARE
+    return False
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #a994878b
+# a model's output whose spread is under this share of its size is the same whatever its input
+FLAT_OUTPUT = 1e-4
+
+def flat_output(model, # a random transformers model, in float32
+               )->bool:
+    """Whether the model's first output is the same at every position and pixel of its inputs (`probe`): ZoeDepth's depth,
+    the softplus of nothing, where its convolutions, drawn at 0.02, leave no signal to its bins."""
+    out = probe(model)
+    return out is not None and out.numel() > 1 and float(out.std()) <= FLAT_OUTPUT * float(out.abs().mean())
+
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #4df1c379
+# the prior a detector that scores each label by a sigmoid starts from (focal loss's; RT-DETR's own init): an object in a hundred
+DETECTION_PRIOR = 0.01
+
+def head_bias(model, # a random transformers model
+              head:torch.nn.Module, # its output layer (`output_layer`)
+             )->float:
+    """The bias a sharp output layer gets: 0, or, for a detector that scores each label by a sigmoid (one output a label,
+    no "no object" column), focal loss's prior: a label scored at zero bias is a coin's toss, and a sharp head's top
+    labels all sit at 1.00, a near-tie of each other that no damage can leave."""
+    sigmoid = (model.config.model_type in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES
+               and getattr(head, "out_features", None) == model.config.num_labels)
+    return -math.log((1 - DETECTION_PRIOR) / DETECTION_PRIOR) if sigmoid else 0.0
+
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #f29f41b8
 def sharp_output(model, # a random transformers model, in float32
                  spread:float=LOGIT_SPREAD,
                 )->str: # what was done, for the table: "lm_head x25.1", or why nothing was
-    """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`; a tied one that
-    `echoes` its input: its layers live too): scaled so that its
-    outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to a norm of `spread`), its
-    bias zeroed, or the final norm's gain by the same factor where the layer shares its weights with the input
-    embeddings; a layer already as sharp (T5's) is left alone."""
+    """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`, its convolutions
+    too where its output is `flat_output`; a tied one that `echoes` its input: its layers live too): scaled so that its outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to
+    a norm of `spread`), its bias `head_bias` (zero but a sigmoid detector's), or the final norm's gain by the same
+    factor where the layer shares its weights with the input embeddings; a layer already as sharp (T5's) is left alone."""
     name, head = output_layer(model)
-    # a bare model: its hidden states are its output, so its layers must matter
-    if head is None and model.base_model is model: return live_layers(model)
+    # a bare model: its hidden states are its output, so its layers must matter; where its output is still the same
+    # whatever its input (a head of convolutions), its convolutions too
+    if head is None and model.base_model is model:
+        said = live_layers(model)
+        return live_layers(model, why="its output the same at every pixel", convolutions=True) if flat_output(model) else said
     # a head that is no Linear over labels (a detector's text-query head, a mask classifier's)
     if head is None: return "no output layer found: left as drawn"
     tied = any(m.weight is head.weight for m in model.modules() if isinstance(m, torch.nn.Embedding))
@@ -265,7 +337,7 @@ def sharp_output(model, # a random transformers model, in float32
     if module is None: return lived + f"{name} shares the input embeddings and no norm feeds it: left as drawn"
     with torch.no_grad():
         module.weight.mul_(factor)
-        if not tied and head.bias is not None: head.bias.zero_()
+        if not tied and head.bias is not None: head.bias.fill_(head_bias(model, head))
     return lived + f"{target} x{factor:.1f}" + (f" ({name} shares the input embeddings)" if tied else "")
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #1f8d3373
@@ -766,14 +838,9 @@ def save_whisper(dest:Path, catalog:Path):
                                         decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, d_model=32, max_target_positions=448,
                                         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=ids["<|startoftranscript|>"],
                                         begin_suppress_tokens=None, suppress_tokens=None)
-    torch.manual_seed(seed_of(dest.name))
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    # the logits scaled: a confident decoder (its output projection is tied to the embeddings)
-    with torch.no_grad(): model.model.decoder.layer_norm.weight.mul_(HEAD_SCALE)
-    for k, v in whisper_generation(tok).items(): setattr(model.generation_config, k, v)   # Whisper's own fields, which `update` would not set
-    model.config.dtype = torch.bfloat16
-    model.to(torch.bfloat16).save_pretrained(dest)
-    transformers.WhisperProcessor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(dest)
+    processor = transformers.WhisperProcessor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80), tokenizer=tok)
+    # drawn sharp as the builder's are: its decoder gave back its prompt, so its layers are drawn live (`echoes`)
+    save_tiny(dest, transformers.WhisperForConditionalGeneration, config, processor, generation=whisper_generation(tok))
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b941cd1a
 CTC_VOCAB = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4, **{c: 5 + i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ'")}}
