@@ -63,16 +63,16 @@ def out_folder(path:str, flag:str="--out")->Path:
     except OSError as e: raise UsageError(f"{flag} {path}: cannot write in {where} ({e.strerror or e})") from None
     return Path(path)
 
+# %% ../nbs/22_cli.ipynb #452713af
+def known_libraries()->list:
+    "The registered libraries' names."
+    return list(libraries())
+
 # %% ../nbs/22_cli.ipynb #26122d5f
 def stack_from(args)->"Stack":
     "The stack the arguments ask for (a sweep's libraries are its own: the stack gets the first it names, else the registry's first)."
     library = args.library[0] if isinstance(getattr(args, "library", None), list) else getattr(args, "library", None) or known_libraries()[0]
     return library_stack(library, args.device, args.backend, args.core_gb)
-
-# %% ../nbs/22_cli.ipynb #452713af
-def known_libraries()->list:
-    "The registered libraries' names."
-    return list(libraries())
 
 # %% ../nbs/22_cli.ipynb #45bc58a0
 def cmd_stack(args):
