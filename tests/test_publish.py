@@ -142,6 +142,11 @@ KILLED = textwrap.dedent("""
 """)
 
 
+def stopped(pid:int)->bool:
+    "Whether a process has stopped (a SIGSTOP landed): its state in /proc is T."
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path):
     path = table_path(tmp_path, PAIR)
     proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path), PAIR], stdout=subprocess.PIPE, text=True)
@@ -151,6 +156,9 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path):
         while not tmp and time.monotonic() < deadline:   # catch the writer while its temporary file is being written:
             if not list(path.parent.glob(f".{path.name}.*.tmp")): continue
             os.kill(proc.pid, signal.SIGSTOP)             # frozen, so that it cannot rename the file before the kill
+            # a signal lands when the writer next enters the kernel: until it has stopped, it may still rename the file (a slow machine's
+            # CI caught the writer's file, then found it renamed after the kill)
+            while not stopped(proc.pid) and time.monotonic() < deadline: time.sleep(0.001)
             tmp = list(path.parent.glob(f".{path.name}.*.tmp"))
             if not tmp: os.kill(proc.pid, signal.SIGCONT)  # it had renamed it in between: try again
         os.kill(proc.pid, signal.SIGKILL)
