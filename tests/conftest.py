@@ -314,8 +314,9 @@ def architecture_table(tmp_path_factory):
 # Five of that table's passing rows run damaged, on a copy of it (`architectures --only DAMAGED_ONLY`: a table without damaged
 # runs gets them on the next invocation, its intact runs kept): a causal LM, an encoder's head, the bare encoder (its layers drawn
 # live), Mamba, whose tied head gave back its input until the builder drew its layers live (`echoes`), and MaskFormer, whose
-# 100 queries all give one class, so that its map is one class with noise on its weights too: the damage the check misses. Each type of the table, run damaged, is the
-# session's minutes: four show that the check catches damage, and one what the table and the app say of a type it missed.
+# 100 queries all give one class, so that its map is one class with noise on its weights too: the damage the check misses.
+# Each type of the table, run damaged, is the session's minutes: four show that the check catches damage, and one what the
+# table and the app say of a type it missed.
 DAMAGED_ONLY = "llama,bert:BertForMaskedLM,bert:BertModel,mamba,maskformer"
 
 

@@ -241,7 +241,7 @@ def probe_inputs(model)->list: # dicts of inputs, the empty ones dropped
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b842caed
 def probe(model, # a random transformers model, in float32
           module:torch.nn.Module|None=None, # the module whose output is kept (None: the model's first output)
-         )->torch.Tensor|None: # in float32, or None where the model takes neither input
+         )->torch.Tensor|None: # in float32, or None where the model takes none of them
     "The output of `module` (or the model's first output) on the first of `probe_inputs` the model takes."
     seen = []
     hook = module.register_forward_hook(lambda m, args, out: seen.append(out)) if module is not None else None
@@ -260,7 +260,7 @@ def probe(model, # a random transformers model, in float32
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #1a0846a7
 def measured_spread(model, # a random transformers model, in float32
                     head:torch.nn.Module, # its output layer (`output_layer`)
-                   )->float|None: # the standard deviation of the head's outputs, or None where the model takes no text alone
+                   )->float|None: # the standard deviation of the head's outputs, or None where the model takes none of `probe_inputs`
     """How far apart the head's outputs are on the model's own inputs (`probe`); where it takes none, the rows' norm
     stands in."""
     out = probe(model, head)
@@ -317,9 +317,10 @@ def sharp_output(model, # a random transformers model, in float32
                  spread:float=LOGIT_SPREAD,
                 )->str: # what was done, for the table: "lm_head x25.1", or why nothing was
     """Draw the model's output layer sharp (a bare model, without one: its layers live, `live_layers`, its convolutions
-    too where its output is `flat_output`; a tied one that `echoes` its input: its layers live too): scaled so that its outputs on the model's dummy inputs spread by `spread` (where it takes none, its rows to
-    a norm of `spread`), its bias `head_bias` (zero but a sigmoid detector's), or the final norm's gain by the same
-    factor where the layer shares its weights with the input embeddings; a layer already as sharp (T5's) is left alone."""
+    too where its output is `flat_output`; a tied one that `echoes` its input: its layers live too): scaled so that its
+    outputs on the model's `probe_inputs` spread by `spread` (where it takes none, its rows to a norm of `spread`), its
+    bias `head_bias` (zero but a sigmoid detector's), or the final norm's gain by the same factor where the layer shares
+    its weights with the input embeddings; a layer already as sharp (T5's) is left alone."""
     name, head = output_layer(model)
     # a bare model: its hidden states are its output, so its layers must matter; where its output is still the same
     # whatever its input (a head of convolutions), its convolutions too
