@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['RunHooks', 'perturb_weights', 'compiled', 'compile_run', 'compiled_graphs', 'compile_cache_entries', 'timed',
-           'as_dtype', 'forward_twice', 'say', 'importable', 'available_memory_bytes', 'memory_error', 'reference_key']
+           'as_dtype', 'forward_twice', 'say', 'importable', 'available_memory_bytes', 'memory_error', 'folder_stamp',
+           'reference_key']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -52,13 +53,16 @@ def init_rank(plan:dict, rank:int, port:int)->str: # the torch device of this ra
     return "neuron" if plan["device"] == "neuron" else "cpu"
 
 # %% ../nbs/08_core.ipynb #80d7abdb
-def perturb_weights(model, how:str):
+def perturb_weights(model, how:str,
+                    only:set|None=None, # the names of the parameters to damage (an adapter's, loaded over its base); None: every one
+                   ):
     """Damage the loaded weights on purpose (test hook): 'noise' on every weight, or 'swap' every weight matrix and kernel
     (the embeddings aside) flipped along its outputs; '' leaves them alone."""
     if not how: return
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if only is not None and name not in only: continue
             if how == "noise" and p.is_floating_point() and p.numel() > 1:
                 p.add_((torch.randn(p.shape, generator=g) * p.float().std().cpu()).to(p.dtype).to(p.device))
             # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
@@ -596,13 +600,17 @@ def run_plan(plan:dict,
            "hbm_capacity_gb": round(plan["cores"] * plan["core_gb"], 3), "tokens": [], "text": "", "missing_packages": [], "steps": []}
     hub = settle_hub()
     if not (checkpoint or os.path.isdir(plan["model_id"])): say(f"downloading {plan['model_id']} at {plan['revision'][:12] or 'main'}")
-    try: path = resolve_checkpoint(plan, checkpoint)
+    try:
+        path = resolve_checkpoint(plan, checkpoint)
+        # a checkpoint loaded over another (an adapter over its base model): the base too, at its planned revision
+        if base := plan["inputs"].get("base_model"):
+            plan = {**plan, "base_path": resolve_checkpoint({"model_id": base, "revision": plan["inputs"].get("base_revision", "")})}
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
         # what the cache lacks, the Hub could not give
         fault = fault_of(e) or ({"fault": "Hub unreachable", "retry_after": None} if hub == "unreachable" else None)
         return {**res, "result": failure("load"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3), **faulted(fault)}
-    if big := oversized_files(path):   # refused before anything reads them
+    if big := oversized_files(path) + (oversized_files(plan["base_path"]) if "base_path" in plan else []):   # refused before anything reads them
         msg = oversized_note(big)
         return {**res, "result": failure("other"), "notes": first_line(msg), "error": msg, "wall_s": round(time.time() - start, 3)}
     say(f"loading on {plan['cores']} {plan['device']} core(s), then compiling ({plan['backend']}) and "

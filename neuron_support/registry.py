@@ -18,7 +18,7 @@ from .library import Library, LIBRARIES
 
 # %% ../nbs/16_registry.ipynb #b1efc135
 # the project's libraries: their folders under neuron_support/libraries, in the sweep's order
-PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm")
+PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm", "peft")
 
 @functools.cache
 def project_libraries()->tuple: # (Library, ...), in PROJECT_LIBRARIES' order

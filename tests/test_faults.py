@@ -113,6 +113,16 @@ def ray_nodes(ray: str, address: str, env: dict) -> int:
     return len(re.findall(r"\b1 node_[0-9a-f]+", subprocess.run([ray, "status", "--address", address], env=env, capture_output=True, text=True).stdout))
 
 
+def synced(out: Path, hosts: int, wait: float = 60.0):
+    """Wait until `hosts` hosts said in the runs' logs that they synced their compile cache: a run is said to start on a
+    host when it takes its cores, before it syncs, and a node killed in between would never sync."""
+    end = time.time() + wait
+    while time.time() < end:
+        logs = [run_folder(out, PAIR, m) / "sweep.log" for m in NODES]
+        if sum(f.read_text().count("this host's compile cache synced from") for f in logs if f.exists()) >= hosts: return
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def ray_cluster(tmp_path: Path, env: dict):
     """A real Ray cluster on this host, bound to 127.0.0.1, with token authentication (Ray's default since 2.60, a token of the
@@ -161,7 +171,8 @@ def test_a_node_that_joins_gets_runs_and_a_lost_node_changes_no_verdict(demo_hub
             lines.append(line)
             if worker is None and " start " in line: worker = join()   # the first run is on the head: a node joins
             if m := re.search(r"host (\w+) joined the cluster", line): host = m[1]
-            if host and f" of host {host}" in line: raylet_of(worker).kill(); break   # a run on the new node: its raylet dies under it
+            if host and f" of host {host}" in line:   # a run on the new node: its raylet dies under it, once the node synced its cache
+                synced(tmp_path / "out", 2); raylet_of(worker).kill(); break
         stderr = "".join(lines) + sweeping.stderr.read()   # to its end, then what little it printed on stdout
         stdout = sweeping.stdout.read(); sweeping.wait(timeout=60)
     assert sweeping.returncode == 0, stderr[-3000:]

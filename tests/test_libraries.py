@@ -121,7 +121,7 @@ def add_toy_library(checkout:Path)->list:
     (folder / "runs.py").write_text(TOY_RUNS)
     registry = package / "registry.py"
     before = registry.read_text()
-    line = 'PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm")'
+    line = 'PROJECT_LIBRARIES = ("transformers", "sentence_transformers", "diffusers", "timm", "peft")'
     assert before.count(line) == 1, "the registry's line of libraries"
     registry.write_text(before.replace(line, line[:-1] + ', "toy")'))
     return [l for l in difflib.unified_diff(before.splitlines(), registry.read_text().splitlines(), lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]

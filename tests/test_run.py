@@ -43,8 +43,9 @@ def local_models(tmp_path_factory) -> Path:
     LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), **cfg)).to(torch.bfloat16).save_pretrained(root / "llama")
     tok.chat_template = CHAT
     tok.save_pretrained(root / "llama")
-    # the same Llama 200 layers deep: compiling it takes far longer than a few seconds on any machine, whatever the hour
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), **{**cfg, "num_hidden_layers": 200})).to(torch.bfloat16).save_pretrained(root / "deep")
+    # the same Llama 400 layers deep: compiling it takes minutes on this machine (74 s at 200 layers), building it on the
+    # meta device a few seconds (3 s at 200 layers, idle)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), **{**cfg, "num_hidden_layers": 400})).to(torch.bfloat16).save_pretrained(root / "deep")
     tok.save_pretrained(root / "deep")
     (root / "no-weights").mkdir()
     for f in ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
@@ -222,7 +223,8 @@ def test_a_state_space_model_runs_with_the_closest_settings(tmp_path):
 
 def test_time_limit_is_fail_other_and_kills_the_ranks(local_models, tmp_path):
     out = tmp_path / "slow"
-    row = papermill(out, str(local_models / "deep"), time_limit=10)   # room for the 200 layers' warm-up on a loaded machine, none for their compile
+    # room for the 400 layers' warm-up on a machine several times slower than an idle one (10 s was not), none for their compile
+    row = papermill(out, str(local_models / "deep"), time_limit=30)
     check_row(row)
     assert row["result"] == "FAIL(other)" and "s exceeded: ranks killed" in row["error"], row["error"][:300]
     time.sleep(1)
