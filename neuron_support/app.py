@@ -755,37 +755,49 @@ def hub_fetch(url:str, # an address on the Hub
 
 # %% ../nbs/21_app.ipynb #966bd729
 CONFIG_KEPT = 4096 # answers kept, each under 1 KiB (a model type and a class, or a sentence): 4 MiB at most
-CONFIGS = OrderedDict() # {(Hub, model id): ({"model_type", "architectures"} or None, sentence)}, the least recently asked first
+CONFIGS = OrderedDict() # {(Hub, model id, file): (what the page reads of it, or None; sentence)}, the least recently asked first
 
 def remember(key:tuple, answer:tuple)->tuple: # the answer
-    "Keep an answer of `hub_config`, the least recently asked ones dropped past `CONFIG_KEPT`."
+    "Keep an answer of `hub_json`, the least recently asked ones dropped past `CONFIG_KEPT`."
     CONFIGS[key] = answer; CONFIGS.move_to_end(key)
     while len(CONFIGS) > CONFIG_KEPT: CONFIGS.popitem(last=False)
     return answer
 
 # %% ../nbs/21_app.ipynb #65dc17af
-def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_type", "architectures"}, or None; a sentence saying why there is none)
-    """The architecture a model's config.json declares on the Hub, in one short fetch, or why there is none: the Hub does
-    not know it, hides it, or does not answer."""
+def hub_json(model_id:str, name:str, # the repo, and its file: config.json, or an adapter's adapter_config.json
+             read, # read(the file, parsed: a dict) -> (what is kept of it, a short dict, or None; the sentence where None): the file is untrusted
+             kind:str, # what a repo without the file is not, e.g. "a transformers model"
+             about:str, # what the file would tell, e.g. "its architecture"
+            )->tuple: # (what `read` kept, or None; a sentence saying why there is none)
+    """What a model's JSON file on the Hub says, read in one short fetch, or why nothing: the Hub does not know it, hides
+    it, or does not answer."""
     endpoint = hub_url()
     if len(model_id) > 2 * 96 + 1 or not REPO.fullmatch(model_id) or ".." in model_id.split("/"): return None, f"{model_id[:200]} is not a Hub model id (ORG/NAME)"
-    if (key := (endpoint, model_id)) in CONFIGS: CONFIGS.move_to_end(key); return CONFIGS[key]
-    try: status, headers, body = hub_fetch(f"{endpoint}/{quote(model_id)}/resolve/main/config.json")
-    except NotFollowed as e: return None, f"the Hub ({endpoint}) sends its config.json to another host ({str(e)[:100]}), which the app does not follow, so its architecture is not known here"
+    if (key := (endpoint, model_id, name)) in CONFIGS: CONFIGS.move_to_end(key); return CONFIGS[key]
+    try: status, headers, body = hub_fetch(f"{endpoint}/{quote(model_id)}/resolve/main/{name}")
+    except NotFollowed as e:
+        return None, f"the Hub ({endpoint}) sends its {name} to another host ({str(e)[:100]}), which the app does not follow, so {about} is not known here"
     # any failure of the fetch
-    except Exception: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so its architecture is not known here for now"
+    except Exception: return None, f"the Hub ({endpoint}) did not answer in {CONFIG_TIMEOUT} s, so {about} is not known here for now"
     code = headers.get("x-error-code", "")
-    if code == "GatedRepo": answer = None, "the Hub does not give its config.json without the owner's leave (a gated model), so its architecture is not known here"
+    if code == "GatedRepo": answer = None, f"the Hub does not give its {name} without the owner's leave (a gated model), so {about} is not known here"
     elif code == "RepoNotFound" or status == 404 and code != "EntryNotFound": answer = None, f"the Hub ({endpoint}) does not know {model_id}"
-    elif status == 404: answer = None, f"{model_id} has no config.json on the Hub (not a transformers model), so its architecture is not known here"
+    elif status == 404: answer = None, f"{model_id} has no {name} on the Hub (not {kind}), so {about} is not known here"
     elif status in (401, 403): answer = None, f"the Hub ({endpoint}) does not know {model_id}, or shows it only with a token (a private model)"
-    elif status != 200: return None, f"the Hub answered {status} for its config.json"
+    elif status != 200: return None, f"the Hub answered {status} for its {name}"
     else:
-        try: cfg = untrusted_json(body, "its config.json", CONFIG_BYTES)
+        try: cfg = untrusted_json(body, f"its {name}", CONFIG_BYTES)
         except UntrustedJSON: cfg = None
-        if isinstance(cfg, dict): mt, cls = declared(cfg); answer = {"model_type": mt, "architectures": [cls] if cls else []}, ""
-        else: answer = None, f"its config.json on the Hub is not a JSON object of at most {CONFIG_BYTES // 1024} KiB"
+        answer = read(cfg) if isinstance(cfg, dict) else (None, f"its {name} on the Hub is not a JSON object of at most {CONFIG_BYTES // 1024} KiB")
     return remember(key, answer)
+
+# %% ../nbs/21_app.ipynb #d627b97b
+def hub_config(model_id:str)->tuple: # (what its config.json declares, {"model_type", "architectures"}, or None; a sentence saying why there is none)
+    """The architecture a model's config.json declares on the Hub (`hub_json`), or why there is none."""
+    def read(cfg):
+        mt, cls = declared(cfg)
+        return {"model_type": mt, "architectures": [cls] if cls else []}, ""
+    return hub_json(model_id, "config.json", read, "a transformers model", "its architecture")
 
 # %% ../nbs/21_app.ipynb #293c822a
 def declared(config:dict)->tuple: # (model_type or "", class or None)
@@ -797,13 +809,30 @@ def declared(config:dict)->tuple: # (model_type or "", class or None)
     if cls is None and isinstance(config.get("architecture"), str): cls = config["architecture"]
     return (printable(mt)[:100] if isinstance(mt, str) else ""), (printable(cls)[:100] if cls else None)
 
+# %% ../nbs/21_app.ipynb #c6bc2437
+def adapter_declared(config:dict)->tuple: # ({"peft_type", "base"}, "") or (None, why)
+    "What an adapter_config.json declares that the page reads: its type and its base model's Hub id, each checked (the file is untrusted)."
+    kind, base = config.get("peft_type"), config.get("base_model_name_or_path")
+    if not isinstance(kind, str) or not kind: return None, "its adapter_config.json names no peft_type, so it is not known as an adapter"
+    if not (isinstance(base, str) and len(base) <= 2 * 96 + 1 and REPO.fullmatch(base) and ".." not in base.split("/")):
+        return None, "its adapter_config.json names no base model by Hub id (ORG/NAME), so what it adapts is not known here"
+    return {"peft_type": printable(kind)[:40], "base": base}, ""
+
+# %% ../nbs/21_app.ipynb #207629fe
+def hub_adapter(model_id:str)->tuple: # ({"peft_type", "base"}, "") or (None, a sentence saying why there is none)
+    "The adapter a repo's adapter_config.json declares on the Hub (`hub_json`), or why there is none."
+    return hub_json(model_id, "adapter_config.json", adapter_declared, "a peft adapter", "what it adapts")
+
 # %% ../nbs/21_app.ipynb #fa520a52
 @patch
 def untested(self:Results, model_id:str)->dict: # the values of model.html's part for a model no table holds
     """What the dataset says of a model it does not hold: its architecture's rows here and how the tested checkpoints of
-    its type fared, from its config.json on the Hub."""
+    its type fared, from its config.json on the Hub; or, for an adapter, what is known of its base (`untested_adapter`)."""
     cfg, why = hub_config(model_id)
-    if cfg is None: return dict(why=why)
+    if cfg is None:
+        adapter, not_one = hub_adapter(model_id)
+        if adapter: return self.untested_adapter(model_id, adapter)
+        return dict(why=not_one if not_one.startswith("its adapter_config.json") else why)   # an adapter's file that says too little: said
     mt, cls = declared(cfg)
     family = self.family_of(cls) if not mt and cls else ""   # timm's config names an architecture: its family's row answers for it
     if not mt and cls and not family: return dict(why=f"its config.json on the Hub names no model_type, and no family "
@@ -811,10 +840,39 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
     if not (mt := mt or family): return dict(why="its config.json on the Hub names no model_type, so its architecture is not known")
     arch, tested = self.architecture_of(mt, cls), self.tested_of_type(mt)
     found = Counter(tested.result)
-    return dict(why="", model_type=mt, cls=cls, family=bool(family), arch=architecture_display(arch), arch_pair=arch.pair.iloc[0] if len(arch) else "",
+    return dict(why="", adapter=None, model_type=mt, cls=cls, family=bool(family), arch=architecture_display(arch),
+                arch_pair=arch.pair.iloc[0] if len(arch) else "",
                 exact=cls is not None and (arch["class"] == cls).any(), counts=[(r, found[r]) for r in RESULTS if found[r]], tested=tested.model_id.nunique(), runs=len(tested),
                 tested_table=pd.DataFrame({"model": tested.model_id, "library": tested.library, "pair": tested.pair, "result": tested.result}).head(LIMIT),
                 tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
+
+# %% ../nbs/21_app.ipynb #afac2f25
+ADAPTERS = "peft" # the library whose rows are adapters: their model type is their base's, their plan names their type
+
+@patch
+def untested_adapter(self:Results, model_id:str, # an adapter no table holds
+                     adapter:dict, # what its adapter_config.json declares (`hub_adapter`)
+                    )->dict: # the values of model.html's part for it
+    """What the dataset says of an adapter it does not hold: its base's newest row in each library, the architecture
+    table's rows of the base's type, how the tested adapters of its type over that type fared, and the command that tests it."""
+    kind, base = adapter["peft_type"], adapter["base"]
+    cfg, why = hub_config(base)
+    row = self.model_row(base)
+    mt, cls = declared(cfg) if cfg else ("", None)
+    mt = mt or (text_of(row.model_type) if row is not None else "")
+    arch = self.architecture_of(mt, cls) if mt else self.arch.iloc[:0]
+    d = self.df.iloc[self.latest_in.get(ADAPTERS, np.array([], int))]
+    of_kind = d.run_py.fillna("").str.contains(f"'adapter': {kind!r}", regex=False)   # the plan in its run.py names its type
+    same = d[(d.model_type == mt) & (d.result != "EXCLUDED") & of_kind] if mt else d.iloc[:0]
+    found, libs = Counter(same.result), self.by_library(base)
+    return dict(why="", adapter=dict(kind=kind, base=base, base_link=model_link(base), base_rows=libs,
+                                     base_links=[model_link(base, p) for p in libs.pair],
+                                     base_why=why if cfg is None else "", model_type=mt, cls=cls, arch=architecture_display(arch),
+                                     arch_pair=arch.pair.iloc[0] if len(arch) else "", same=same.model_id.nunique(),
+                                     counts=[(r, found[r]) for r in RESULTS if found[r]],
+                                     same_table=pd.DataFrame({"model": same.model_id, "pair": same.pair, "result": same.result}).head(LIMIT),
+                                     same_links=[model_link(m, p) for m, p in zip(same.model_id, same.pair)][:LIMIT],
+                                     command=f"neuron-support run {model_id} --library {ADAPTERS}"))
 
 # %% ../nbs/21_app.ipynb #d4699a94
 FIELD_SHOWN = 4000 # characters of a long text field the model page shows; the rest is a link away

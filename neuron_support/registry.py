@@ -54,9 +54,10 @@ def library_demo_repos()->list: # DemoRepo, each library's in the registry's ord
 @functools.cache
 def library_runners(name:str, # a library of the registry
                    )->tuple: # its runners' names, in the order its carried modules declare them (its own `carried` first)
-    "The names of a library's runners: the keys of the `RUNNERS` of each module it carries, read from their text."
+    """The names of a library's runners: the keys of the `RUNNERS` that the last module of each of its runs declares, read
+    from their text (the modules before it may be another library's, which an adapter's run carries: not its runners)."""
     lib = library_of(name)
-    modules = dict.fromkeys([*lib.carried_for(None), *(m for r in lib.runner_modules for m in lib.carried_for(r))])
+    modules = dict.fromkeys([lib.carried_for(None)[-1], *(lib.carried_for(r)[-1] for r in lib.runner_modules)])
     return tuple(dict.fromkeys(k for m in modules for k in declared_runners(Path(importlib.util.find_spec(m).origin).read_text())))
 
 # %% ../nbs/16_registry.ipynb #199f870e

@@ -989,6 +989,61 @@ def test_the_architectures_view_and_a_tested_models_type(browser, architectures_
 
 
 @pytest.fixture(scope="module")
+def adapter_hub(tmp_path_factory):
+    """A local Hub of three adapters no table holds, each an adapter_config.json: a LoRA and a LoHa over the demo's tiny Llama
+    (whose config.json it serves too), and a LoRA whose base is a folder of its trainer's machine."""
+    from neuron_support.demo import build_demo
+    from neuron_support.hub import hub_server
+    root = tmp_path_factory.mktemp("adapter-hub")
+    adapters = {"llama-lora": {"peft_type": "LORA", "base_model_name_or_path": f"{DEMO}/tiny-llama", "task_type": "CAUSAL_LM", "r": 8},
+                "llama-loha": {"peft_type": "LOHA", "base_model_name_or_path": f"{DEMO}/tiny-llama", "task_type": "CAUSAL_LM"},
+                "lost-lora": {"peft_type": "LORA", "base_model_name_or_path": "/home/trainer/llama"}}
+    for name, config in adapters.items():
+        (root / "models" / "acme" / name).mkdir(parents=True)
+        (root / "models" / "acme" / name / "adapter_config.json").write_text(json.dumps(config))
+    (root / "models" / DEMO / "tiny-llama").mkdir(parents=True)
+    shutil.copy(build_demo() / "models" / DEMO / "tiny-llama" / "config.json", root / "models" / DEMO / "tiny-llama")
+    (root / "catalog.json").write_text(json.dumps({"models": [*({"id": f"acme/{n}"} for n in adapters), {"id": f"{DEMO}/tiny-llama"}]}))
+    with hub_server(root) as endpoint: yield endpoint
+
+
+@pytest.fixture(scope="module")
+def adapters_url(architectures_folder, adapter_hub):
+    "The app over the demo sweep's tables (its adapters and the tiny Llama among them) and the architecture table, its Hub the one above."
+    yield from serve(str(architectures_folder), HF_ENDPOINT=adapter_hub)
+
+
+def test_an_untested_adapters_page_names_its_base_and_what_is_known(browser, architectures_folder, adapters_url):
+    """An adapter no table holds: its page reads its adapter_config.json from the Hub, names its base and the base's result
+    in each library, the architecture table's row of the base's type, how the tested adapters of its type over that type
+    fared, and the command that would test it; an adapter of a type never tested over it says so; one whose base is a
+    folder, says that."""
+    from neuron_support.app import load_tables
+    df = load_tables(str(architectures_folder))
+    loras = df[(df.library == "peft") & (df.model_type == "llama") & (df.result != "EXCLUDED")]
+    assert len(loras) == 2 and "acme/llama-lora" not in set(df.model_id)
+    pg = folder_page(browser, adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/llama-lora"}))
+    pg.locator("#untested-adapter").wait_for(timeout=30_000)
+    assert pg.locator("#untested-adapter").inner_text() == ("Not tested on any pair. On the Hub, its adapter_config.json declares a LORA adapter "
+                                                            f"(peft) over {DEMO}/tiny-llama.")
+    base = df[df.model_id == f"{DEMO}/tiny-llama"]
+    assert column(pg, "library", "#adapter-base-rows") == sorted(base.library) and column(pg, "result", "#adapter-base-rows") == ["PASS"]
+    assert column(pg, "class", "#adapter-arch") == ["LlamaForCausalLM"] and column(pg, "result", "#adapter-arch") == ["PASS"]
+    assert pg.locator("#adapter-same").inner_text() == "2 tested LORA adapters over this model type: 2 PASS."
+    assert sorted(column(pg, "model", "#adapter-same-models")) == sorted(loras.model_id)
+    assert pg.locator("#adapter-command").inner_text() == "The command that tests it: neuron-support run acme/llama-lora --library peft"
+    pg.locator("#adapter-base-rows a").first.click()   # the base's row opens its page
+    pg.locator("#model-header .model-id").wait_for()
+    pg.goto(adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/llama-loha"}))
+    assert pg.locator("#adapter-same").inner_text() == "No LOHA adapter over this model type has been tested."
+    pg.goto(adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/lost-lora"}))
+    assert "names no base model by Hub id (ORG/NAME)" in pg.locator("#untested-why").inner_text(), pg.locator("main").inner_text()
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
+@pytest.fixture(scope="module")
 def timm_hub(tmp_path_factory):
     "A local Hub of three timm checkpoints' config.json: a ResNet-50 (a member of the resnet family, not its smallest), an architecture no family has, and one whose name is markup."
     from neuron_support.hub import hub_server

@@ -218,12 +218,12 @@ def strangers(lib) -> list:
     return found
 
 
-@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers", "timm"])
+@pytest.mark.parametrize("library", ["transformers", "sentence-transformers", "diffusers", "timm", "peft"])
 def test_no_module_outside_a_library_folder_imports_it_or_names_its_runners(library):
     """Issue 43: a folder per library, and a shared core that names no library. The registry is the one module that lists
     them; sentence-transformers, built on transformers, reads transformers' table of model types."""
     lib = libraries()[library]
-    assert len(runners_of(lib)) >= {"transformers": 10, "sentence-transformers": 2, "diffusers": 1, "timm": 2}[library]   # the runner names were found
+    assert len(runners_of(lib)) >= {"transformers": 10, "sentence-transformers": 2, "diffusers": 1, "timm": 2, "peft": 2}[library]   # the runner names were found
     assert strangers(lib) == []
 
 
@@ -349,7 +349,7 @@ def test_the_readme_lists_what_a_script_may_import():
 
 
 LINE_LIMIT = 150 # characters: a line past it is wrapped (README, Develop)
-LONG_LINES = 251 # the package's lines past LINE_LIMIT on 2026-12-06, after the scripted passes (README, Develop): the count may only fall
+LONG_LINES = 249 # the package's lines past LINE_LIMIT on 2026-12-06, after the scripted passes (README, Develop): the count may only fall
 
 
 def long_lines(texts: dict) -> list:

@@ -132,7 +132,7 @@ def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
     listed from the Hub by its own library name, planned, run through its own run.py code, checked and tabled in its own pair."""
     from neuron_support.hub import hub_env, hub_server
     changed = add_toy_library(tmp_path / "checkout")
-    assert len(changed) == 2 and '"timm", "toy")' in changed[1], changed   # one line out, one in
+    assert len(changed) == 2 and '"peft", "toy")' in changed[1], changed   # one line out, one in
     demo = build_demo()
     catalog = tmp_path / "catalog"
     entries = []
@@ -161,4 +161,4 @@ def test_a_library_is_a_folder_and_a_registry_line(tmp_path):
     assert "from ...core" not in run_py and "def check_encoder(" not in run_py   # its own code, whole, and none of transformers' checks
     # the command line names the registered libraries, the toy one included, and refuses an unknown one in one line
     bad = subprocess.run([shutil.which("neuron-support"), "select", "--library", "nope"], capture_output=True, text=True, env=env)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, timm, toy-lib"], bad.stderr
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["neuron-support: error: unknown library 'nope': the sweep knows transformers, sentence-transformers, diffusers, timm, peft, toy-lib"], bad.stderr

@@ -5,13 +5,12 @@
 # %% auto #0
 __all__ = ['LIBRARY']
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #ac7835c3
-import ast, copy, functools, importlib.util, re
+# %% ../../../nbs/libraries/peft/00_library.ipynb #6858026b
+import ast, copy, functools, importlib.metadata, importlib.util, re
 from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError, GatedRepoError, HFValidationError
 from huggingface_hub.utils import validate_repo_id
-import importlib.metadata
 from ...stack import UsageError
 from ...library import Library
 from ...facts import MAX_CORES
@@ -20,12 +19,15 @@ from ...rules import exclusion
 from ...select import EXPAND
 from ..transformers.library import TRANSFORMERS, transformers_plan, transformers_exclusion, has_chat_template, parallel_mode
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #295f0914
-PEFT_TASKS = ("text-generation",) # the Hub's tasks of the adapters this library tests: those over a causal LM
-ADAPTER_RUNNERS = {"run_dense": "run_adapter"} # the base's runner -> the adapter's: a causal LM's greedy generation, the adapter loaded over it
-PROMPT_LEARNING = ("PROMPT_TUNING", "MULTITASK_PROMPT_TUNING", "P_TUNING", "PREFIX_TUNING", "ADAPTION_PROMPT", "CPT") # what transformers' integration does not load
+# %% ../../../nbs/libraries/peft/00_library.ipynb #0c32de74
+# the Hub's tasks of the adapters this library tests: those over a causal LM or a vision-language model
+PEFT_TASKS = ("text-generation", "image-text-to-text")
+# the base's runner -> the adapter's: a causal LM's or a vision-language model's greedy generation, the adapter loaded over the base
+ADAPTER_RUNNERS = {"run_dense": "run_adapter", "run_multimodal": "run_adapter_multimodal"}
+# what transformers' integration does not load: the adapters that change the model's inputs
+PROMPT_LEARNING = ("PROMPT_TUNING", "MULTITASK_PROMPT_TUNING", "P_TUNING", "PREFIX_TUNING", "ADAPTION_PROMPT", "CPT")
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #56d2927d
+# %% ../../../nbs/libraries/peft/00_library.ipynb #d3e3ae54
 @functools.cache
 def peft_types()->tuple: # the adapter types, as adapter_config.json's `peft_type` spells them; () where peft is not installed
     "The members of the installed peft's `PeftType`, read from its source without importing it."
@@ -35,13 +37,13 @@ def peft_types()->tuple: # the adapter types, as adapter_config.json's `peft_typ
     return tuple(t.value.value for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "PeftType"
                  for t in c.body if isinstance(t, ast.Assign) and isinstance(t.value, ast.Constant) and isinstance(t.value.value, str))
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #61e9ad91
+# %% ../../../nbs/libraries/peft/00_library.ipynb #43bf6b0d
 class UnservedAdapter(UsageError):
     "An adapter this library does not test: a type transformers does not load, or a base no adapter runner serves."
 
 REVISION = re.compile(r"[\w.\-/]{1,128}") # a branch, tag or commit as a config may name it
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #850c8525
+# %% ../../../nbs/libraries/peft/00_library.ipynb #2c85a524
 def adapter_base(config:dict, # adapter_config.json, parsed
                 )->tuple: # (peft type, base model id, base revision or None)
     "The adapter's type and its base model, each checked: what transformers' integration loads, or why not."
@@ -53,7 +55,7 @@ def adapter_base(config:dict, # adapter_config.json, parsed
                               f"from_pretrained does not): not tested yet")
     task = config.get("task_type")
     if task not in (None, "CAUSAL_LM"):
-        raise UnservedAdapter(f"its task_type is {str(task)[:40]!r}: the adapters tested are those of causal LMs (CAUSAL_LM)")
+        raise UnservedAdapter(f"its task_type is {str(task)[:40]!r}: the adapters tested are those that generate (CAUSAL_LM)")
     base = config.get("base_model_name_or_path")
     if not isinstance(base, str) or not base.strip(): raise UsageError("its adapter_config.json names no base model (base_model_name_or_path)")
     try: validate_repo_id(base)
@@ -64,7 +66,7 @@ def adapter_base(config:dict, # adapter_config.json, parsed
         raise UsageError(f"its adapter_config.json's revision {str(rev)[:60]!r} is not a branch, tag or commit")
     return kind, base, rev
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #6a59da78
+# %% ../../../nbs/libraries/peft/00_library.ipynb #18949d4c
 def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter's checkpoint and its adapter_config.json
               max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
               **inputs, # make_plan's input options, for the base's plan
@@ -75,7 +77,8 @@ def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter
     bck = hub_checkpoint(base, rev, HfApi(endpoint=ck.endpoint) if ck.endpoint else None)   # the Hub the adapter is on
     bp = transformers_plan(bck, read_config(bck), stack, max_cores, None, core_gb, **inputs)
     if bp.runner not in ADAPTER_RUNNERS:
-        raise UnservedAdapter(f"model {ck.model_id!r}: its base {base!r} is run by {bp.runner}; the adapters tested are those over a causal LM")
+        raise UnservedAdapter(f"model {ck.model_id!r}: its base {base!r} is run by {bp.runner}; the adapters tested are those over a "
+                              f"causal LM or a vision-language model")
     own, _ = checkpoint_weight_bytes(ck, {})
     wb, gb = bp.weight_bytes + own, core_gb or stack.core_gb
     n, fit = plan_cores(bp.runner, bp.model_type, wb, gb, min(max_cores, stack.cores), cores, False, TRANSFORMERS.shards, TRANSFORMERS.one_core)
@@ -84,12 +87,12 @@ def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter
                 f"{fit} (its base {base}, and its {kind} adapter's {own:,} bytes)", parallel_mode(bp.runner, n, bp.model_type),
                 {**bp.inputs, "base_model": base, "base_revision": bck.revision, "adapter": kind}, chat, bp.note)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #56e5994a
+# %% ../../../nbs/libraries/peft/00_library.ipynb #7f674140
 def base_info(base:str, rev:str|None, api:HfApi):
     "The base model's listing item, as the selection lists a model (`EXPAND`)."
     return api.model_info(base, revision=rev, expand=EXPAND)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #182c0380
+# %% ../../../nbs/libraries/peft/00_library.ipynb #ee510a28
 def peft_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None,
              token:str|None=None, # the Hub token, for a gated base
             )->tuple: # (category, reason) or (None, (runner, class, bytes, cores, fit))
@@ -109,14 +112,15 @@ def peft_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None,
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #75433b71
+# %% ../../../nbs/libraries/peft/00_library.ipynb #b42c1f45
 def peft_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "Why an adapter is left out, or its runner and fit: the card's exclusions, with its base's."
-    if not isinstance(info.config, dict): info = copy.copy(info); info.config = {}   # the Hub parses no adapter's config: the fit step reads adapter_config.json
+    # the Hub parses no adapter's config: the fit step reads adapter_config.json
+    if not isinstance(info.config, dict): info = copy.copy(info); info.config = {}
     fit = lambda i, s, m, a: peft_fit(i, s, m, a, token)
     return exclusion(info, stack, token, max_cores, api, fit=fit, loader="peft")
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #61fa0283
+# %% ../../../nbs/libraries/peft/00_library.ipynb #4e5d41c1
 TESTED = """An adapter of the Hub's `peft` library (an `adapter_config.json` that names
 its base model, and its weights) runs the way transformers' users run it: the
 base model loaded with `from_pretrained` in bf16 at the commit the plan pins,
@@ -132,20 +136,21 @@ base alone says whether the adapter is in the run at all: a row whose adapter
 changes neither a token nor a log-probability (a LoRA whose B matrices are
 zero) says so in its notes.
 
-The list of this library is the Hub's `peft` adapters of `text-generation`,
-by downloads and trending; all of it is the selection. An adapter is excluded
+The list of this library is the Hub's `peft` adapters of `text-generation`
+and `image-text-to-text`, by downloads and trending; all of it is the selection. An adapter is excluded
 by the card's rules and by its base's: a base that is gated, quantized, needs
 remote code, is too large or is not on the Hub excludes its adapters, said with
 the base's name; an adapter type that changes the model's inputs (prompt and
 prefix tuning), which transformers does not load, is an unsupported task.""" # the card's section on this library
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #59ff311c
-HERE = "neuron_support.libraries.transformers" # the base's folder: an adapter's run carries the base's generation first
+# %% ../../../nbs/libraries/peft/00_library.ipynb #1b1c6d3f
+HERE = "neuron_support.libraries.transformers" # the base's folder: an adapter's run carries its load, checks, generation and runners first
 PEFT = Library(
     "peft", PEFT_TASKS, PEFT_TASKS, peft_plan, peft_exclusion, tested=TESTED, config_file="adapter_config.json",
-    carried=(f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks", f"{HERE}.generation", "neuron_support.libraries.peft.runs"),
-    shards=TRANSFORMERS.shards, one_core=TRANSFORMERS.one_core, no_builder="adapters are built over the transformers table's causal LMs, not yet",
+    carried=("neuron_support.photo", f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks", f"{HERE}.generation", f"{HERE}.text", f"{HERE}.multimodal",
+             "neuron_support.libraries.peft.runs"),
+    no_builder="adapters are built over the transformers table's causal LMs, not yet",   # its plan asks transformers' shards and one_core of the base
     demo="neuron_support.libraries.peft.demo", builds_on=("transformers",))
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #abcb3fa3
+# %% ../../../nbs/libraries/peft/00_library.ipynb #8e30fdf9
 LIBRARY = PEFT # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)

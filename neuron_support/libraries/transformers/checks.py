@@ -104,7 +104,8 @@ def generation_reference(model_path:str, # a local folder or a Hub id
     value = load_reference(path, full)
     cached = value is not None
     if not cached:
-        (tokens, logprobs, logprobs16), attention = with_attention(lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a, adapter))
+        generate = lambda a: greedy_generation(model_path, ids, max_new_tokens, model_class, generate_kwargs, a, adapter)
+        (tokens, logprobs, logprobs16), attention = with_attention(generate)
         value = {"key": full, "tokens": tokens, "logprobs": logprobs, "logprobs16": logprobs16,
                  "compute_seconds": time.time() - start, "attention": attention}
         if path is not None: save_reference(path, value)
