@@ -212,7 +212,8 @@ DEMO_SWEEP_ONLY = {
                   "neuron-support-demo/tiny-sd-gated", "neuron-support-demo/tiny-sd-custom-unet"],
     "timm": ["neuron-support-demo/tiny-timm-resnet", "neuron-support-demo/tiny-timm-vit", "neuron-support-demo/tiny-timm-convnext",
              "neuron-support-demo/tiny-timm-unknown-architecture"],
-    "peft": ["neuron-support-demo/tiny-llama-lora", "neuron-support-demo/tiny-llama-lora-zero-b", "neuron-support-demo/tiny-llama-prefix"],
+    "peft": ["neuron-support-demo/tiny-llama-lora", "neuron-support-demo/tiny-llama-lora-zero-b", "neuron-support-demo/tiny-llama-prefix",
+             "neuron-support-demo/tiny-qwen2.5-vl-lora"],
 }
 
 

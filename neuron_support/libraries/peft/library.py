@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['LIBRARY']
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #6858026b
+# %% ../../../nbs/libraries/peft/00_library.ipynb #a700c071
 import ast, copy, functools, importlib.metadata, importlib.util, re
 from pathlib import Path
 from huggingface_hub import HfApi
@@ -19,7 +19,7 @@ from ...rules import exclusion
 from ...select import EXPAND
 from ..transformers.library import TRANSFORMERS, transformers_plan, transformers_exclusion, has_chat_template, parallel_mode
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #0c32de74
+# %% ../../../nbs/libraries/peft/00_library.ipynb #a4aeec65
 # the Hub's tasks of the adapters this library tests: those over a causal LM or a vision-language model
 PEFT_TASKS = ("text-generation", "image-text-to-text")
 # the base's runner -> the adapter's: a causal LM's or a vision-language model's greedy generation, the adapter loaded over the base
@@ -27,7 +27,7 @@ ADAPTER_RUNNERS = {"run_dense": "run_adapter", "run_multimodal": "run_adapter_mu
 # what transformers' integration does not load: the adapters that change the model's inputs
 PROMPT_LEARNING = ("PROMPT_TUNING", "MULTITASK_PROMPT_TUNING", "P_TUNING", "PREFIX_TUNING", "ADAPTION_PROMPT", "CPT")
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #d3e3ae54
+# %% ../../../nbs/libraries/peft/00_library.ipynb #c5a0b5ab
 @functools.cache
 def peft_types()->tuple: # the adapter types, as adapter_config.json's `peft_type` spells them; () where peft is not installed
     "The members of the installed peft's `PeftType`, read from its source without importing it."
@@ -37,13 +37,13 @@ def peft_types()->tuple: # the adapter types, as adapter_config.json's `peft_typ
     return tuple(t.value.value for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "PeftType"
                  for t in c.body if isinstance(t, ast.Assign) and isinstance(t.value, ast.Constant) and isinstance(t.value.value, str))
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #43bf6b0d
+# %% ../../../nbs/libraries/peft/00_library.ipynb #49dbbd3a
 class UnservedAdapter(UsageError):
     "An adapter this library does not test: a type transformers does not load, or a base no adapter runner serves."
 
 REVISION = re.compile(r"[\w.\-/]{1,128}") # a branch, tag or commit as a config may name it
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #2c85a524
+# %% ../../../nbs/libraries/peft/00_library.ipynb #fbec644e
 def adapter_base(config:dict, # adapter_config.json, parsed
                 )->tuple: # (peft type, base model id, base revision or None)
     "The adapter's type and its base model, each checked: what transformers' integration loads, or why not."
@@ -66,7 +66,7 @@ def adapter_base(config:dict, # adapter_config.json, parsed
         raise UsageError(f"its adapter_config.json's revision {str(rev)[:60]!r} is not a branch, tag or commit")
     return kind, base, rev
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #18949d4c
+# %% ../../../nbs/libraries/peft/00_library.ipynb #3c887272
 def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter's checkpoint and its adapter_config.json
               max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
               **inputs, # make_plan's input options, for the base's plan
@@ -87,12 +87,12 @@ def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter
                 f"{fit} (its base {base}, and its {kind} adapter's {own:,} bytes)", parallel_mode(bp.runner, n, bp.model_type),
                 {**bp.inputs, "base_model": base, "base_revision": bck.revision, "adapter": kind}, chat, bp.note)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #7f674140
+# %% ../../../nbs/libraries/peft/00_library.ipynb #eb08cd39
 def base_info(base:str, rev:str|None, api:HfApi):
     "The base model's listing item, as the selection lists a model (`EXPAND`)."
     return api.model_info(base, revision=rev, expand=EXPAND)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #ee510a28
+# %% ../../../nbs/libraries/peft/00_library.ipynb #9c9f5414
 def peft_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None,
              token:str|None=None, # the Hub token, for a gated base
             )->tuple: # (category, reason) or (None, (runner, class, bytes, cores, fit))
@@ -112,7 +112,7 @@ def peft_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None,
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #b42c1f45
+# %% ../../../nbs/libraries/peft/00_library.ipynb #1e22be14
 def peft_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, api:HfApi|None=None)->tuple:
     "Why an adapter is left out, or its runner and fit: the card's exclusions, with its base's."
     # the Hub parses no adapter's config: the fit step reads adapter_config.json
@@ -120,14 +120,18 @@ def peft_exclusion(info, stack, token:str|None=None, max_cores:int=MAX_CORES, ap
     fit = lambda i, s, m, a: peft_fit(i, s, m, a, token)
     return exclusion(info, stack, token, max_cores, api, fit=fit, loader="peft")
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #4e5d41c1
+# %% ../../../nbs/libraries/peft/00_library.ipynb #01130945
 TESTED = """An adapter of the Hub's `peft` library (an `adapter_config.json` that names
 its base model, and its weights) runs the way transformers' users run it: the
 base model loaded with `from_pretrained` in bf16 at the commit the plan pins,
 the adapter loaded over it unmerged (`load_adapter`, what
 `from_pretrained(<adapter>)` does), on the base's cores, and compiled greedy
 generation of the card's prompt, as the base's own run. The tokenizer is the
-adapter's where it ships one, else the base's.
+adapter's where it ships one, else the base's. The run is then made again
+with the adapter merged into the base's weights (each adapted layer's own
+`merge()`, as peft's `merge_and_unload`), compiled afresh: the row's verdict is
+the unmerged run's, and its `check` says how the merged run's tokens fared
+against the same reference, or why an adapter that cannot merge did not run.
 
 The CPU runs the same base with the same adapter in fp32, and the tokens are
 held to it as the card's generations are (the same tokens, or a first
@@ -143,7 +147,7 @@ remote code, is too large or is not on the Hub excludes its adapters, said with
 the base's name; an adapter type that changes the model's inputs (prompt and
 prefix tuning), which transformers does not load, is an unsupported task.""" # the card's section on this library
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #1b1c6d3f
+# %% ../../../nbs/libraries/peft/00_library.ipynb #2f7e3d6e
 HERE = "neuron_support.libraries.transformers" # the base's folder: an adapter's run carries its load, checks, generation and runners first
 PEFT = Library(
     "peft", PEFT_TASKS, PEFT_TASKS, peft_plan, peft_exclusion, tested=TESTED, config_file="adapter_config.json",
@@ -152,5 +156,5 @@ PEFT = Library(
     no_builder="adapters are built over the transformers table's causal LMs, not yet",   # its plan asks transformers' shards and one_core of the base
     demo="neuron_support.libraries.peft.demo", builds_on=("transformers",))
 
-# %% ../../../nbs/libraries/peft/00_library.ipynb #8e30fdf9
+# %% ../../../nbs/libraries/peft/00_library.ipynb #7bcdae8d
 LIBRARY = PEFT # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)

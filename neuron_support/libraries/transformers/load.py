@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 import torch
 import transformers
-from ...core import RunHooks, importable, ADAPTER_PARAMETERS
+from ...core import RunHooks, importable, perturb_weights, ADAPTER_PARAMETERS
 
 transformers.utils.logging.disable_progress_bar()   # in run.py, its ranks and the CPU's reference: the run's own lines say what happens
 
@@ -22,12 +22,25 @@ def distributed_config(plan:dict):
     if plan["parallel"] == "ep": return transformers.DistributedConfig(tp_size=n, ep_size=n, tp_plan={"lm_head": "replicate"})
     return transformers.DistributedConfig(tp_size=n)
 
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #4f5d978c
+def merge_adapter(model, own:set, # the model with an adapter loaded over it, and the names of the adapter's parameters
+                  how:str="", # a damaged run's `perturb`: the adapter damaged before it is merged (merged, its weights are read no more)
+                 )->int: # the layers merged
+    """Merge the adapter into its base's weights, in place, as peft's `merge_and_unload` does before it drops the adapter's
+    layers: each adapted layer's own `merge()` (an adapter type that cannot merge raises)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    perturb_weights(model, how, own)
+    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+    for m in layers: m.merge()
+    return len(layers)
+
 # %% ../../../nbs/libraries/transformers/03_load.ipynb #8d5c7eaa
 def load_model(cls, path:str, plan:dict, device:str):
     """from_pretrained in bf16, sharded over the ranks or moved to this rank's device. An adapter's run (the plan's
     `base_path`, which the core downloaded): its base so, then the adapter over it, unmerged, by transformers' own peft
     integration (`load_adapter`, what `from_pretrained(<adapter repo>)` does); the adapter's own parameters named on the
-    model (`ADAPTER_PARAMETERS`), the only ones a damaged run damages."""
+    model (`ADAPTER_PARAMETERS`), the only ones a damaged run damages; merged into the base's weights where the plan's
+    inputs say `merged` (`merge_adapter`)."""
     kw = {"dtype": torch.bfloat16, "trust_remote_code": False}
     dc = distributed_config(plan)
     if dc is not None: kw["distributed_config"] = dc
@@ -35,7 +48,9 @@ def load_model(cls, path:str, plan:dict, device:str):
     if "base_path" in plan:
         before = {id(p) for p in model.parameters()}
         model.load_adapter(path)   # a layer it wraps keeps its weight, under a new name (`base_layer.weight`): told apart by tensor
-        setattr(model, ADAPTER_PARAMETERS, {n for n, p in model.named_parameters() if id(p) not in before})
+        own = {n for n, p in model.named_parameters() if id(p) not in before}
+        if plan.get("inputs", {}).get("merged"): merge_adapter(model, own, plan.get("perturb", "")); own = set()   # damaged before, if at all
+        setattr(model, ADAPTER_PARAMETERS, own)
     return model if dc is not None or device == "cpu" else model.to(device)
 
 # %% ../../../nbs/libraries/transformers/03_load.ipynb #f71b0cbc
