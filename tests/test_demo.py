@@ -100,6 +100,10 @@ def test_every_entry_has_its_files(catalog, entries):
             assert folders <= files and {"unet", "transformer"} & folders and {"vae", "tokenizer", "scheduler"} <= folders, id
             assert all(any(f.suffix == ".safetensors" for f in (repo(catalog, id) / k).iterdir()) for k in folders
                        if not k.startswith(("tokenizer", "scheduler"))), id
+        elif e["library_name"] == "peft":   # an adapter's Hub layout: its config naming its base by Hub id, its weights, its card
+            assert files == {"README.md", "adapter_config.json", "adapter_model.safetensors"}, id
+            base = json.loads((repo(catalog, id) / "adapter_config.json").read_text())["base_model_name_or_path"]
+            assert base in ids and f"base_model: {base}\n" in (repo(catalog, id) / "README.md").read_text(), id
         elif e["library_name"] == "timm":   # timm's Hub layout: config.json (architecture, pretrained_cfg) and the weights, no tokenizer or processor
             assert files == {"config.json", "model.safetensors"}, id
             assert "architecture" in json.loads((repo(catalog, id) / "config.json").read_text()), id

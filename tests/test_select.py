@@ -87,8 +87,8 @@ stack = library_stack("transformers", "cpu", found={})
 render = default_render
 if a.get("change_runner"):   # a runner whose code changed: load_model with one more line
     from neuron_support import script
-    changed = script.module_text("transformers").replace('    model = cls.from_pretrained(path, **kw).eval()',
-                                           '    kw = {**kw}  # a changed runner\n    model = cls.from_pretrained(path, **kw).eval()', 1)
+    line = '    model = cls.from_pretrained(plan.get("base_path") or path, **kw).eval()'
+    changed = script.module_text("transformers").replace(line, '    kw = {**kw}  # a changed runner\n' + line, 1)
     assert changed != script.module_text("transformers")
     render = lambda plan, stack, packages: script.render_run_py(plan, stack, list(packages), module=changed)
 with count_requests() as sent:
