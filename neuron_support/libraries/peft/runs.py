@@ -5,18 +5,17 @@
 # %% auto #0
 __all__ = ['RUNNERS', 'CHECKS', 'HOOKS']
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #17445721
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #f43561b4
 import torch
 import transformers
-from ...core import reference_key, ADAPTER_PARAMETERS
+from ...core import reference_key
 from ...processes import first_line
-from ..transformers.load import load_model
 from ..transformers.checks import generation_reference, compare_generation
-from ..transformers.generation import check_generation, model_folders, GENERATION_HOOKS
+from ..transformers.generation import check_generation, model_folders, reference_kwargs, GENERATION_HOOKS
 from ..transformers.text import run_dense
 from ..transformers.multimodal import run_multimodal, check_image_text
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #7442c0d4
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #685a3246
 def merged_run(runner, plan:dict, path:str, device:str, state:dict)->dict: # {"merged": its tokens and text, or its error}
     "The same run with the adapter merged into its base's weights, compiled afresh: its tokens and text, or why it could not run."
     if plan.get("eager"): return {}   # an eager attempt on the CPU tells whose failure it is: the unmerged run's
@@ -25,17 +24,17 @@ def merged_run(runner, plan:dict, path:str, device:str, state:dict)->dict: # {"m
     except Exception as e: return {"merged": {"error": f"{type(e).__name__}: {e}"}}
     return {"merged": {k: m[k] for k in ("tokens", "text", "compile_s", "tokens_per_s")}}
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #7db4af75
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #c3dbd2cd
 def run_adapter(plan:dict, path:str, device:str, state:dict)->dict:
     "An adapter over a causal LM: its base's run (`run_dense`) with the adapter loaded over it, unmerged, then merged (`merged_run`)."
     return {**run_dense(plan, path, device, state), **merged_run(run_dense, plan, path, device, state)}
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #cbb34ca7
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #84198eb8
 def run_adapter_multimodal(plan:dict, path:str, device:str, state:dict)->dict:
     "An adapter over a vision-language model: its base's run (`run_multimodal`), unmerged, then merged (`merged_run`)."
     return {**run_multimodal(plan, path, device, state), **merged_run(run_multimodal, plan, path, device, state)}
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #8db0b546
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #ef973d1f
 ADAPTER_CHANGES_NOTHING = 1e-3 # nats: the largest change of a step's log-probabilities that is no change (they are kept in float16)
 
 def adapter_effect(ref:dict, base:dict, # the CPU's fp32 generations (`generation_reference`): with the adapter, and of the base alone
@@ -48,7 +47,7 @@ def adapter_effect(ref:dict, base:dict, # the CPU's fp32 generations (`generatio
     return (f"the adapter changes nothing on the prompt: its base alone gives the same {len(ref['tokens'])} tokens, each step's "
             f"log-probabilities within {moved:.1g} nats")
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #db2bcce6
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #18b36b02
 def merged_verdict(merged:dict|None, # the merged run's tokens, or its error (`merged_run`); None: not made
                    ref:dict, tok)->str: # what the row's `check` adds, "" where no merged run was made
     "How the merged run's tokens fared against the same CPU reference, by the same rule; or that it could not run."
@@ -56,15 +55,14 @@ def merged_verdict(merged:dict|None, # the merged run's tokens, or its error (`m
     if "error" in merged: return f"merged into its base, the run failed: {first_line(merged['error'], 160)}"
     return f"merged into its base: {compare_generation(ref, merged['tokens'], tok)['cpu_match']}"
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #dec43c92
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #14ea627b
 def with_adapter_effect(c:dict, # the base's check of the run (its `reference`: the CPU's fp32 generation with the adapter)
                         plan:dict, path:str, out:dict, cache_dir)->dict:
     "The base's check, with what the base alone generates on the CPU, and, where the adapter changes nothing, the row's notes saying so first."
     ref = c.pop("reference", None)
     if ref is None: return c   # judged (more than one core): no CPU run to hold the base alone to
     base_plan = {**plan, "model_id": plan["inputs"]["base_model"], "revision": plan["inputs"]["base_revision"]}
-    kwargs = {**out.get("reference_inputs", {}),
-              **({"min_new_tokens": plan["inputs"]["min_new_tokens"]} if plan["inputs"].get("min_new_tokens") else {})}
+    kwargs = reference_kwargs(plan, out)   # as the reference with the adapter took them
     key = reference_key(base_plan, plan["base_path"], transformers=transformers.__version__)
     base = generation_reference(plan["base_path"], out["input_ids"], plan["inputs"]["max_new_tokens"], cache_dir, key, plan["head_class"], kwargs or None)
     tok = transformers.AutoTokenizer.from_pretrained(model_folders(plan, path)[2], trust_remote_code=False)
@@ -75,17 +73,17 @@ def with_adapter_effect(c:dict, # the base's check of the run (its `reference`: 
     return {**c, "details": details, **({"prediction": f"{effect}: {out['text'].strip()}"} if effect else {}),
             **({"check": f"{c['check']}; {merged}"} if merged else {})}
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #80a27644
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #255cbcdc
 def check_adapter_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "An adapter over a causal LM: the card's check of a generation, and whether the adapter changes anything."
     return with_adapter_effect(check_generation(plan, path, out, cache_dir), plan, path, out, cache_dir)
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #80c2576d
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #3aa8623d
 def check_adapter_image_text(plan:dict, path:str, out:dict, cache_dir)->dict:
     "An adapter over a vision-language model: its generation's check, with the photograph, and whether the adapter changes anything."
     return with_adapter_effect(check_image_text(plan, path, out, cache_dir), plan, path, out, cache_dir)
 
-# %% ../../../nbs/libraries/peft/01_runs.ipynb #fa015c15
+# %% ../../../nbs/libraries/peft/01_runs.ipynb #ab496b0d
 # runner name -> function: the base's, the adapter loaded over it by `load_model`, unmerged then merged
 RUNNERS = {"run_adapter": run_adapter, "run_adapter_multimodal": run_adapter_multimodal}
 CHECKS = {"run_adapter": check_adapter_run, "run_adapter_multimodal": check_adapter_image_text} # runner -> its check
