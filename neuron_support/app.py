@@ -692,13 +692,17 @@ def architectures_page(self:Results, pair:str=NEWEST, group:str=ALL, result:str=
                   pairs=[NEWEST, *reversed(self.arch_pairs)], newest=NEWEST, groups=choices(sorted(self.arch.group.dropna().unique())),
                   results=choices(ARCH_RESULTS), devices=self.devices, harness=len(rows[rows.result.str.startswith("FAIL") & (rows.cpu_eager == "ok")]))
 
+# %% ../nbs/21_app.ipynb #787436f1
+ADAPTERS = "peft" # the library whose rows are adapters: their model type is their base's, their plan names their type
+
 # %% ../nbs/21_app.ipynb #7f483657
 @patch
 def architecture_of(self:Results, model_type:str, cls:str|None=None, # the architecture; None: every class of the type
                     pair:str|None=None, # the pair to look in first (a model's own)
+                    adapters:bool=False, # the adapters' table's rows (a LoRA over the type), not the models'
                    )->pd.DataFrame: # its rows on one pair: that pair if it has any, else the newest that has
-    "The architecture table's rows of a model type (of its class alone, where the table has a row of it)."
-    a = self.arch[self.arch.model_type == model_type]
+    "The architecture table's rows of a model type (of its class alone, where the table has a row of it); or, `adapters`, of a LoRA over it."
+    a = self.arch[(self.arch.model_type == model_type) & ((self.arch.library == ADAPTERS) == adapters)]
     if not len(a): return a
     a = a[a.pair == (pair if pair in set(a.pair) else next(p for p in reversed(self.arch_pairs) if p in set(a.pair)))]
     return a[a["class"] == cls] if cls is not None and (a["class"] == cls).any() else a
@@ -847,8 +851,6 @@ def untested(self:Results, model_id:str)->dict: # the values of model.html's par
                 tested_links=[model_link(m, p) for m, p in zip(tested.model_id, tested.pair)][:LIMIT])
 
 # %% ../nbs/21_app.ipynb #afac2f25
-ADAPTERS = "peft" # the library whose rows are adapters: their model type is their base's, their plan names their type
-
 @patch
 def untested_adapter(self:Results, model_id:str, # an adapter no table holds
                      adapter:dict, # what its adapter_config.json declares (`hub_adapter`)
@@ -861,6 +863,7 @@ def untested_adapter(self:Results, model_id:str, # an adapter no table holds
     mt, cls = declared(cfg) if cfg else ("", None)
     mt = mt or (text_of(row.model_type) if row is not None else "")
     arch = self.architecture_of(mt, cls) if mt else self.arch.iloc[:0]
+    lora = self.architecture_of(mt, cls, adapters=True) if mt else self.arch.iloc[:0]   # a tiny LoRA over the same architecture
     d = self.df.iloc[self.latest_in.get(ADAPTERS, np.array([], int))]
     of_kind = d.run_py.fillna("").str.contains(f"'adapter': {kind!r}", regex=False)   # the plan in its run.py names its type
     same = d[(d.model_type == mt) & (d.result != "EXCLUDED") & of_kind] if mt else d.iloc[:0]
@@ -868,7 +871,8 @@ def untested_adapter(self:Results, model_id:str, # an adapter no table holds
     return dict(why="", adapter=dict(kind=kind, base=base, base_link=model_link(base), base_rows=libs,
                                      base_links=[model_link(base, p) for p in libs.pair],
                                      base_why=why if cfg is None else "", model_type=mt, cls=cls, arch=architecture_display(arch),
-                                     arch_pair=arch.pair.iloc[0] if len(arch) else "", same=same.model_id.nunique(),
+                                     arch_pair=arch.pair.iloc[0] if len(arch) else "", lora=architecture_display(lora),
+                                     lora_pair=lora.pair.iloc[0] if len(lora) else "", same=same.model_id.nunique(),
                                      counts=[(r, found[r]) for r in RESULTS if found[r]],
                                      same_table=pd.DataFrame({"model": same.model_id, "pair": same.pair, "result": same.result}).head(LIMIT),
                                      same_links=[model_link(m, p) for m, p in zip(same.model_id, same.pair)][:LIMIT],
@@ -908,12 +912,13 @@ def model_page(self:Results, model_id:str, pair:str|None=None)->tuple: # (status
     details = [(name, id, *cut_field(text, field_link(model_id, row.pair, id))) for name, id, text in
                [("notes", "notes", text_of(row.notes)), ("output check", "check", check_text(row)), ("error", "error", text_of(row.error)),
                 ("on the CPU, eagerly", "cpu-eager", cpu_eager_text(row)), ("graph breaks", "graph-breaks", graph_breaks_text(row))]]
-    arch = self.architecture_of(row.model_type, pair=row.pair) if text_of(row.model_type) else self.arch.iloc[:0]   # its model type's rows
+    # its model type's rows; an adapter's, its adapter table's
+    arch = self.architecture_of(row.model_type, pair=row.pair, adapters=row.library == ADAPTERS) if text_of(row.model_type) else self.arch.iloc[:0]
     return 200, render("model.html", model_id=model_id, header=header_of(model_id, row, self.source), history=hist,
                        pair_links=[model_link(model_id, p) for p in hist.pair], by_library=libs, library_links=[model_link(model_id, p) for p in libs.pair],
                        details=details, pictures=self.pictures_of(row.pair, model_id), closeness=closeness_of(row.notes),
                        clip=self.picture_url(row.pair, model_id, INPUT_AUDIO),
-                       architecture=arch, architecture_shown=architecture_display(arch),
+                       architecture=arch, architecture_shown=architecture_display(arch), adapter=row.library == ADAPTERS,
                        run_py=text_of(row.run_py), run_py_header=script_header(text_of(row.run_py)), devices=self.devices)
 
 # %% ../nbs/21_app.ipynb #609cfc9c

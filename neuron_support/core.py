@@ -595,6 +595,7 @@ def run_plan(plan:dict,
              out_dir:str|None=None, # where the check's pictures are saved (a text-to-image run's); None: not saved
              checkpoint:str|None=None, # a local checkpoint's folder (run.py's --checkpoint)
              hooks:RunHooks=RunHooks(), # what else the library gives the core: its HOOKS
+             base:str|None=None, # a local base model's folder (run.py's --base), for a plan whose base is one
             )->dict:
     "Run the plan on its ranks, check the output, and return the run's outcome (the row's measured columns)."
     start = time.time()
@@ -607,8 +608,8 @@ def run_plan(plan:dict,
     try:
         path = resolve_checkpoint(plan, checkpoint)
         # a checkpoint loaded over another (an adapter over its base model): the base too, at its planned revision
-        if base := plan["inputs"].get("base_model"):
-            plan = {**plan, "base_path": resolve_checkpoint({"model_id": base, "revision": plan["inputs"].get("base_revision", "")})}
+        if base_model := plan["inputs"].get("base_model"):
+            plan = {**plan, "base_path": resolve_checkpoint({"model_id": base_model, "revision": plan["inputs"].get("base_revision", "")}, base)}
     except Exception as e:
         msg = f"{type(e).__name__}: {e}"
         # what the cache lacks, the Hub could not give
@@ -676,18 +677,21 @@ def main(plan:dict, # run.py's PLAN
     ap.add_argument("--images", default=None, help="folder for a text-to-image run's pictures (default: run.py's own)")
     ap.add_argument("--checkpoint", default=None, metavar="FOLDER",
                     help="the folder of a local checkpoint, whose PLAN names it, not its path (default: the link `checkpoint` beside run.py)")
+    ap.add_argument("--base", default=None, metavar="FOLDER",
+                    help="the folder of an adapter's local base model, whose PLAN names it, not its path (default: the link `base` beside run.py)")
     a = ap.parse_args(argv)
     here = os.path.dirname(os.path.abspath(sys.argv[0] if argv is None else "run.py"))   # run.py's folder
     checkpoint = a.checkpoint or (os.path.join(here, "checkpoint") if plan.get("local") else None)   # a local checkpoint: the link beside run.py
-    if plan.get("local") and not os.path.isdir(checkpoint):
-        ap.error(f"{plan['model_id']} is a folder of the machine this run ran on, and {checkpoint} is none here: give "
-                 f"that folder with --checkpoint FOLDER")
+    base = a.base or (os.path.join(here, "base") if plan.get("local_base") else None)   # an adapter's local base model: the link `base`
+    for named, folder, flag in ((plan["model_id"], checkpoint, "--checkpoint"), (plan["inputs"].get("base_model"), base, "--base")):
+        if folder is not None and not os.path.isdir(folder):
+            ap.error(f"{named} is a folder of the machine this run ran on, and {folder} is none here: give that folder with {flag} FOLDER")
     limit_memory(plan.get("memory_gb", {}).get("run.py"))   # the CPU reference, after the ranks; each rank takes a smaller limit of its own
     images = a.images or here
     cache = a.reference_cache or os.path.join(os.environ.get("NEURON_SUPPORT_CACHE") or os.path.expanduser("~/.cache/neuron-support"), "references")
     huggingface_hub.utils.disable_progress_bars()  # the run's own lines say what happens (a library's carried module quiets its own bars)
     # the ranks fork from run.py (see launch_ranks)
-    outcome = run_plan({**plan, "rank_start": "fork"}, runners, checks, cache, images, checkpoint, hooks)
+    outcome = run_plan({**plan, "rank_start": "fork"}, runners, checks, cache, images, checkpoint, hooks, base)
     if outcome.get("traceback"): print(outcome["traceback"], file=sys.stderr)
     print(f"{outcome['result']}: {outcome.get('notes') or outcome.get('cpu_match') or ''}", file=sys.stderr)
     sys.stderr.flush()

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['bf16_weight_bytes', 'pickle_weight_bytes', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'file_sizes',
-           'checkpoint_weight_bytes', 'model_source', 'outside_checkpoint', 'hub_header', 'header_counts', 'read_text',
-           'read_config', 'Plan', 'plan_cores', 'plan_record']
+           'local_checkpoint', 'checkpoint_weight_bytes', 'model_source', 'checkpoint_name', 'outside_checkpoint',
+           'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan', 'plan_cores', 'plan_record']
 
 # %% ../nbs/04_plan.ipynb #e8e676af
 import functools, hashlib, json
@@ -176,9 +176,10 @@ def model_source(model_id:str, # what a user gave: a Hub id, or a folder (absolu
         raise UsageError(f"{text!r} is neither a local folder nor a Hub model id (ORG/NAME of letters, digits, '-', '_' and '.')") from None
     return text
 
-# %% ../nbs/04_plan.ipynb #a6b77942
+# %% ../nbs/04_plan.ipynb #bc9b55e9
 LOCAL = "local:" # how a local checkpoint's name begins (no Hub id holds a colon)
 
+# %% ../nbs/04_plan.ipynb #a6b77942
 def checkpoint_name(model_id:str, # a plan's model id: a Hub id, or a local folder's absolute path (as model_source gives it)
                    )->str: # the name its row, its run.py and its run's folder use
     """A Hub id as it is; a local folder as `local:<its name as one line>-<8 hex digits of its path's hash>`: stable, one

@@ -355,6 +355,8 @@ CULPRITS = {"device": "fails on this device: the CPU runs the same call eagerly"
             "cpu-kernel": "not the architecture's: a kernel of this CPU's torch misreads the model's input in bf16, in "
                           "the CPU's own call too, where a device lowers the call itself",
             "library": "fails everywhere in bf16: the CPU fails too, eagerly, at the library's own smallest size of the family (its code)",
+            "base": "its base model's: the base alone fails too (its row in the architecture table of the library the adapter is over)",
+            "adapter": "the adapter's: the CPU fails with it too, eagerly, and the base alone passes (peft's code over this architecture)",
             "harness": "not the architecture's: the output check itself raised (neuron-support's own defect), so "
                        "nothing was compared"} # whose a FAIL is (the `culprit` column)
 # how a passing architecture's checkpoint is run damaged (run.py's test hook `perturb`): noise on its weights, its weight matrices and kernels flipped

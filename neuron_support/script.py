@@ -43,6 +43,8 @@ def render_header(plan:dict, stack:Stack, packages:list=())->str:
              ("# usage: python3 run.py [--checkpoint FOLDER] [--reference-cache DIR]   (FOLDER: the local checkpoint this run names "
               f"{name}, by default the link `checkpoint` beside this file; the outcome is the last line of output, as JSON)" if plan.get("local") else
               "# usage: python3 run.py [--reference-cache DIR]   (the outcome is the last line of output, as JSON)"),
+             *(["#        [--base FOLDER]   (FOLDER: the adapter's local base model, which PLAN names "
+                f"{literal(plan['inputs']['base_model'])}, by default the link `base` beside this file)"] if plan.get("local_base") else []),
              "# code: the modules " + ", ".join(m.removeprefix("neuron_support.") for m in carried_modules(stack.library, plan["runner"])) + " of neuron_support, verbatim,",
              "#       less their imports of each other; the last line hands the library's RUNNERS, CHECKS and HOOKS to main"]
     hub = os.environ.get("HF_ENDPOINT", "").rstrip("/")
@@ -117,6 +119,9 @@ def render_run_py(plan:Plan, # the plan
     d = plan_dict(plan, stack, time_limit, perturb, judge_model)
     # a local folder by its name: no path of this machine
     if (name := checkpoint_name(plan.model_id)) != plan.model_id: d |= {"model_id": name, "local": True}
+    # an adapter's base model in a local folder: by its name too, the link `base` finds it
+    if (base := d["inputs"].get("base_model")) and (named := checkpoint_name(base)) != base:
+        d |= {"inputs": {**d["inputs"], "base_model": named}, "local_base": True}
     plan_text = "PLAN = " + pprint.pformat(d, sort_dicts=False, width=120) + "\n\n"
     return render_header(d, stack, packages) + plan_text + (module_text(stack.library, plan.runner) if module is None else module)
 
@@ -325,6 +330,8 @@ def execute_plan(plan:Plan, stack:Stack, run_dir:Path, time_limit:float=DEFAULT_
     args = ["--reference-cache", str(reference_cache)] if reference_cache else []
     # a local folder: run.py names it, the link finds it
     if Path(plan.model_id).is_absolute(): (run_dir / "checkpoint").symlink_to(plan.model_id, target_is_directory=True)
+    if Path(base := plan.inputs.get("base_model") or "").is_absolute():   # an adapter's local base: the link `base`
+        (run_dir / "base").symlink_to(base, target_is_directory=True)
     packages, env, text = [], {}, run_py
     # a script rendered with its last run's packages: installed first, as its header says
     if named := [p for p in script_packages(run_py) if p not in added_packages(stack)]:
@@ -349,10 +356,10 @@ def clear_previous_run(run_dir:Path):
     "Remove what the folder's previous run left that this run may not write again: its pictures, its outcome, its packages."
     for name in drawn_files(run_dir): (Path(run_dir) / name).unlink(missing_ok=True)
     (Path(run_dir) / OUTCOME_FILE).unlink(missing_ok=True)
-    link = Path(run_dir) / "checkpoint"   # the link to a local checkpoint's folder
-    # the link copied as a folder (a run folder copied by shutil.copytree, `cp -rL`): a copy, the run's own
-    if link.is_dir() and not link.is_symlink(): shutil.rmtree(link)
-    else: link.unlink(missing_ok=True)
+    for link in (Path(run_dir) / "checkpoint", Path(run_dir) / "base"):   # the links to a local checkpoint's folder, and to its local base's
+        # the link copied as a folder (a run folder copied by shutil.copytree, `cp -rL`): a copy, the run's own
+        if link.is_dir() and not link.is_symlink(): shutil.rmtree(link)
+        else: link.unlink(missing_ok=True)
     shutil.rmtree(Path(run_dir) / "site", ignore_errors=True)
 
 # %% ../nbs/18_script.ipynb #25162c26

@@ -1008,18 +1008,29 @@ def adapter_hub(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def adapters_url(architectures_folder, adapter_hub):
-    "The app over the demo sweep's tables (its adapters and the tiny Llama among them) and the architecture table, its Hub the one above."
-    yield from serve(str(architectures_folder), HF_ENDPOINT=adapter_hub)
+def adapters_folder(architectures_folder, adapter_architecture_table, tmp_path_factory):
+    "That dataset folder with peft's architecture table beside transformers' (a LoRA over the tiny Llama, MPT, Mamba and DBRX)."
+    out, p = adapter_architecture_table
+    assert p.returncode == 0, p.stderr[-3000:]
+    folder = shutil.copytree(architectures_folder, tmp_path_factory.mktemp("with-adapters") / "dataset")
+    for table in (out / "architectures").glob("*/peft-*.parquet"):
+        shutil.copy(table, folder / "architectures" / table.parent.name / table.name)
+    return folder
 
 
-def test_an_untested_adapters_page_names_its_base_and_what_is_known(browser, architectures_folder, adapters_url):
+@pytest.fixture(scope="module")
+def adapters_url(adapters_folder, adapter_hub):
+    "The app over the demo sweep's tables (its adapters and the tiny Llama among them) and both architecture tables, its Hub the one above."
+    yield from serve(str(adapters_folder), HF_ENDPOINT=adapter_hub)
+
+
+def test_an_untested_adapters_page_names_its_base_and_what_is_known(browser, adapters_folder, adapters_url):
     """An adapter no table holds: its page reads its adapter_config.json from the Hub, names its base and the base's result
     in each library, the architecture table's row of the base's type, how the tested adapters of its type over that type
     fared, and the command that would test it; an adapter of a type never tested over it says so; one whose base is a
     folder, says that."""
     from neuron_support.app import load_tables
-    df = load_tables(str(architectures_folder))
+    df = load_tables(str(adapters_folder))
     loras = df[(df.library == "peft") & (df.model_type == "llama") & (df.result != "EXCLUDED")]
     assert len(loras) == 2 and "acme/llama-lora" not in set(df.model_id)   # the Qwen2.5-VL LoRA is not over llama
     pg = folder_page(browser, adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/llama-lora"}))
@@ -1029,6 +1040,11 @@ def test_an_untested_adapters_page_names_its_base_and_what_is_known(browser, arc
     base = df[df.model_id == f"{DEMO}/tiny-llama"]
     assert column(pg, "library", "#adapter-base-rows") == sorted(base.library) and column(pg, "result", "#adapter-base-rows") == ["PASS"]
     assert column(pg, "class", "#adapter-arch") == ["LlamaForCausalLM"] and column(pg, "result", "#adapter-arch") == ["PASS"]
+    # peft's architecture table: a tiny LoRA over the same class, which passes, and whose damaged LoRA the check caught
+    assert pg.locator("#adapter-lora").inner_text().startswith("The adapters' architecture table's rows of llama, on ") and "this adapter is" not in pg.locator("#adapter-lora").inner_text()
+    assert column(pg, "class", "#adapter-lora-rows") == ["LlamaForCausalLM"] and column(pg, "result", "#adapter-lora-rows") == ["PASS"]
+    assert column(pg, "runner", "#adapter-lora-rows") == ["run_adapter"] and column(pg, "runner", "#adapter-arch") == ["run_dense"]
+    assert column(pg, "damage caught", "#adapter-lora-rows") == ["noise and swap"]
     assert pg.locator("#adapter-same").inner_text() == "2 tested LORA adapters over this model type: 2 PASS."
     assert sorted(column(pg, "model", "#adapter-same-models")) == sorted(loras.model_id)
     assert pg.locator("#adapter-command").inner_text() == "The command that tests it: neuron-support run acme/llama-lora --library peft"
@@ -1036,6 +1052,11 @@ def test_an_untested_adapters_page_names_its_base_and_what_is_known(browser, arc
     pg.locator("#model-header .model-id").wait_for()
     pg.goto(adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/llama-loha"}))
     assert pg.locator("#adapter-same").inner_text() == "No LOHA adapter over this model type has been tested."
+    assert "(this adapter is a LOHA; the table's adapters are LoRAs)" in pg.locator("#adapter-lora").inner_text()
+    # a tested adapter's page: its model type's row in peft's architecture table, not transformers'
+    pg.goto(adapters_url + "model?" + urllib.parse.urlencode({"id": f"{DEMO}/tiny-llama-lora"}))
+    assert column(pg, "class", "#model-architecture") == ["LlamaForCausalLM"] and column(pg, "runner", "#model-architecture") == ["run_adapter"]
+    assert "with a tiny rank-8 LoRA over it" in pg.locator("main").inner_text()
     pg.goto(adapters_url + "model?" + urllib.parse.urlencode({"id": "acme/lost-lora"}))
     assert "names no base model by Hub id (ORG/NAME)" in pg.locator("#untested-why").inner_text(), pg.locator("main").inner_text()
     clean(pg)

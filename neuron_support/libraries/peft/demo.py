@@ -21,23 +21,35 @@ def adapter_card(base:str, kind:str)->str:
             f"A tiny {kind} adapter over {base}, for neuron-support's demo catalog.\n")
 
 # %% ../../../nbs/libraries/peft/02_demo.ipynb #07fa0416
+def draw_adapter(dest:Path,
+                 folder:Path, # the base model's folder, drawn over
+                 config, # a peft config (LoraConfig, PrefixTuningConfig...), its task CAUSAL_LM
+                 base:str, # how adapter_config.json names the base: a Hub id, or (a local adapter's) the folder's absolute path
+                 head:str="AutoModelForCausalLM", # the class its users load the base with
+                 seed:str="", # what seeds the draw (default: dest's name)
+                )->int: # the adapter's parameters
+    "An adapter over the model in `folder`, drawn with `config` and saved as peft saves one to the Hub, its base named `base`."
+    import transformers
+    from peft import get_peft_model
+    torch.manual_seed(seed_of(seed or dest.name))
+    model = get_peft_model(getattr(transformers, head).from_pretrained(folder, dtype=torch.float32), config)
+    model.save_pretrained(dest)
+    cfg = json.loads((dest/"adapter_config.json").read_text())
+    cfg["base_model_name_or_path"] = base   # not the folder it was drawn from, for a Hub adapter
+    # peft writes a set's order: sorted, the same file at each build
+    if isinstance(cfg.get("target_modules"), list): cfg["target_modules"] = sorted(cfg["target_modules"])
+    (dest/"adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    (dest/"README.md").write_text(adapter_card(base, cfg["peft_type"]))
+    return sum(p.numel() for n, p in model.named_parameters() if p.requires_grad)
+
+# %% ../../../nbs/libraries/peft/02_demo.ipynb #0a5125a0
 def save_adapter(dest:Path, catalog:Path,
                  config, # a peft config (LoraConfig, PrefixTuningConfig...), its task CAUSAL_LM
                  base:str="tiny-llama", # the catalog's base model, by its name
                  head:str="AutoModelForCausalLM", # the class its users load the base with
                 ):
     "An adapter over one of the catalog's models, drawn with `config` and saved as peft saves one to the Hub, its base named by Hub id."
-    import transformers
-    from peft import get_peft_model
-    torch.manual_seed(seed_of(dest.name))
-    model = getattr(transformers, head).from_pretrained(catalog/"models"/ORG/base, dtype=torch.float32)
-    get_peft_model(model, config).save_pretrained(dest)
-    cfg = json.loads((dest/"adapter_config.json").read_text())
-    cfg["base_model_name_or_path"] = f"{ORG}/{base}"   # not the folder it was drawn from
-    # peft writes a set's order: sorted, the same file at each build
-    if isinstance(cfg.get("target_modules"), list): cfg["target_modules"] = sorted(cfg["target_modules"])
-    (dest/"adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    (dest/"README.md").write_text(adapter_card(f"{ORG}/{base}", cfg["peft_type"]))
+    draw_adapter(dest, catalog/"models"/ORG/base, config, f"{ORG}/{base}", head)
 
 # %% ../../../nbs/libraries/peft/02_demo.ipynb #e6607b69
 def save_lora(dest:Path, catalog:Path, trained:bool=True, base:str="tiny-llama", head:str="AutoModelForCausalLM"):

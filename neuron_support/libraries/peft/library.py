@@ -14,7 +14,7 @@ from huggingface_hub.utils import validate_repo_id
 from ...stack import UsageError
 from ...library import Library
 from ...facts import MAX_CORES
-from ...plan import Plan, read_config, checkpoint_weight_bytes, plan_cores, info_checkpoint, hub_checkpoint
+from ...plan import Plan, read_config, checkpoint_weight_bytes, plan_cores, info_checkpoint, hub_checkpoint, local_checkpoint, checkpoint_name
 from ...rules import exclusion
 from ...select import EXPAND
 from ..transformers.library import TRANSFORMERS, transformers_plan, transformers_exclusion, has_chat_template, parallel_mode
@@ -45,7 +45,8 @@ REVISION = re.compile(r"[\w.\-/]{1,128}") # a branch, tag or commit as a config 
 
 # %% ../../../nbs/libraries/peft/00_library.ipynb #fbec644e
 def adapter_base(config:dict, # adapter_config.json, parsed
-                )->tuple: # (peft type, base model id, base revision or None)
+                 local:bool=False, # the adapter is a local folder: its base may be one too (an absolute path)
+                )->tuple: # (peft type, base model id or local folder, base revision or None)
     "The adapter's type and its base model, each checked: what transformers' integration loads, or why not."
     kind = config.get("peft_type")
     if not isinstance(kind, str) or not kind: raise UsageError("its adapter_config.json names no peft_type: not a peft adapter")
@@ -58,6 +59,10 @@ def adapter_base(config:dict, # adapter_config.json, parsed
         raise UnservedAdapter(f"its task_type is {str(task)[:40]!r}: the adapters tested are those that generate (CAUSAL_LM)")
     base = config.get("base_model_name_or_path")
     if not isinstance(base, str) or not base.strip(): raise UsageError("its adapter_config.json names no base model (base_model_name_or_path)")
+    # a local adapter drawn over a local model, as peft saves one: its base's absolute path, a model's folder
+    if local and Path(base).is_absolute():
+        if not (Path(base) / "config.json").is_file(): raise UsageError(f"its base model {base[:80]!r} is not a model's folder here (no config.json)")
+        return kind, str(Path(base).resolve()), None
     try: validate_repo_id(base)
     except HFValidationError:
         raise UsageError(f"its base model {base[:80]!r} is not a Hub model id (a folder of the machine it was trained on?)") from None
@@ -67,25 +72,34 @@ def adapter_base(config:dict, # adapter_config.json, parsed
     return kind, base, rev
 
 # %% ../../../nbs/libraries/peft/00_library.ipynb #3c887272
+def base_checkpoint(ck, # the adapter's checkpoint
+                    base:str, rev:str|None, # its base, as `adapter_base` checked it: a Hub id, or a local adapter's local folder
+                   ):
+    "The base's checkpoint: a local adapter's local base, else the base on the Hub the adapter is on, its commit pinned."
+    if Path(base).is_absolute(): return local_checkpoint(Path(base))
+    return hub_checkpoint(base, rev, HfApi(endpoint=ck.endpoint) if ck.endpoint else None)
+
+# %% ../../../nbs/libraries/peft/00_library.ipynb #c48e574a
 def peft_plan(ck, config:dict, stack, # as `plan.checkpoint_plan`'s: the adapter's checkpoint and its adapter_config.json
               max_cores:int=MAX_CORES, cores:int|None=None, core_gb:float|None=None, # as make_plan's
+              base=None, # the base's checkpoint where the caller has it (the listing's fit step): None, found here
               **inputs, # make_plan's input options, for the base's plan
              )->Plan:
     "peft's plan: the base's plan at its pinned commit, the adapter's bytes added, the adapter's runner, the base named in the inputs."
-    try: kind, base, rev = adapter_base(config)
+    try: kind, base_id, rev = adapter_base(config, local=ck.local is not None)
     except UsageError as e: raise type(e)(f"model {ck.model_id!r}: {e}") from None
-    bck = hub_checkpoint(base, rev, HfApi(endpoint=ck.endpoint) if ck.endpoint else None)   # the Hub the adapter is on
+    bck = base or base_checkpoint(ck, base_id, rev)
     bp = transformers_plan(bck, read_config(bck), stack, max_cores, None, core_gb, **inputs)
     if bp.runner not in ADAPTER_RUNNERS:
-        raise UnservedAdapter(f"model {ck.model_id!r}: its base {base!r} is run by {bp.runner}; the adapters tested are those over a "
-                              f"causal LM or a vision-language model")
+        raise UnservedAdapter(f"model {ck.model_id!r}: its base {checkpoint_name(base_id)!r} is run by {bp.runner}; the adapters "
+                              f"tested are those over a causal LM or a vision-language model")
     own, _ = checkpoint_weight_bytes(ck, {})
     wb, gb = bp.weight_bytes + own, core_gb or stack.core_gb
     n, fit = plan_cores(bp.runner, bp.model_type, wb, gb, min(max_cores, stack.cores), cores, False, TRANSFORMERS.shards, TRANSFORMERS.one_core)
     chat = has_chat_template(ck) if "tokenizer_config.json" in ck.files else bp.uses_chat_template
     return Plan(ck.model_id, ck.revision, ck.task or bp.task, bp.model_type, ADAPTER_RUNNERS[bp.runner], bp.head_class, n, wb, gb,
-                f"{fit} (its base {base}, and its {kind} adapter's {own:,} bytes)", parallel_mode(bp.runner, n, bp.model_type),
-                {**bp.inputs, "base_model": base, "base_revision": bck.revision, "adapter": kind}, chat, bp.note)
+                f"{fit} (its base {checkpoint_name(base_id)}, and its {kind} adapter's {own:,} bytes)", parallel_mode(bp.runner, n, bp.model_type),
+                {**bp.inputs, "base_model": base_id, "base_revision": bck.revision, "adapter": kind}, chat, bp.note)
 
 # %% ../../../nbs/libraries/peft/00_library.ipynb #eb08cd39
 def base_info(base:str, rev:str|None, api:HfApi):
@@ -107,7 +121,7 @@ def peft_fit(info, stack, max_cores:int=MAX_CORES, api:HfApi|None=None,
     except GatedRepoError: return "gated", f"its base model {base!r} is gated"
     category, why = transformers_exclusion(binfo, stack, token, max_cores, api)
     if category: return category, f"its base model {base}: {why}"
-    try: p = peft_plan(ck, config, stack, max_cores)
+    try: p = peft_plan(ck, config, stack, max_cores, base=info_checkpoint(binfo, api))   # the base as listed: not asked of the Hub again
     except UnservedAdapter as e: return "unsupported-task", str(e)
     except UsageError as e: return "too-large", str(e)
     return None, (p.runner, p.head_class, p.weight_bytes, p.cores, p.fit)
@@ -153,7 +167,7 @@ PEFT = Library(
     "peft", PEFT_TASKS, PEFT_TASKS, peft_plan, peft_exclusion, tested=TESTED, config_file="adapter_config.json",
     carried=("neuron_support.photo", f"{HERE}.facts", f"{HERE}.load", f"{HERE}.checks", f"{HERE}.generation", f"{HERE}.text", f"{HERE}.multimodal",
              "neuron_support.libraries.peft.runs"),
-    no_builder="adapters are built over the transformers table's causal LMs, not yet",   # its plan asks transformers' shards and one_core of the base
+    builder="neuron_support.libraries.peft.tiny_adapters",   # a tiny LoRA over each causal LM transformers' builder makes
     demo="neuron_support.libraries.peft.demo", builds_on=("transformers",))
 
 # %% ../../../nbs/libraries/peft/00_library.ipynb #7bcdae8d

@@ -10,7 +10,8 @@ import torch
 import transformers
 from ...core import reference_key
 from ...processes import first_line
-from ..transformers.checks import generation_reference, compare_generation
+from ...facts import JUDGE_MODEL
+from ..transformers.checks import generation_reference, compare_generation, judge_english
 from ..transformers.generation import check_generation, model_folders, reference_kwargs, GENERATION_HOOKS
 from ..transformers.text import run_dense
 from ..transformers.multimodal import run_multimodal, check_image_text
@@ -49,10 +50,14 @@ def adapter_effect(ref:dict, base:dict, # the CPU's fp32 generations (`generatio
 
 # %% ../../../nbs/libraries/peft/01_runs.ipynb #18b36b02
 def merged_verdict(merged:dict|None, # the merged run's tokens, or its error (`merged_run`); None: not made
-                   ref:dict, tok)->str: # what the row's `check` adds, "" where no merged run was made
-    "How the merged run's tokens fared against the same CPU reference, by the same rule; or that it could not run."
+                   ref:dict|None, tok, # the CPU's reference and the tokenizer; None: the run was judged (more than one core)
+                   judge_model:str=JUDGE_MODEL, # the judge, for a judged run
+                  )->str: # what the row's `check` adds, "" where no merged run was made
+    """How the merged run's tokens fared against the same CPU reference, by the same rule; where the run was judged, the
+    judge's word on the merged run's text; or that it could not run."""
     if merged is None: return ""
     if "error" in merged: return f"merged into its base, the run failed: {first_line(merged['error'], 160)}"
+    if ref is None: return f"merged into its base: judged English {judge_english(merged['text'], judge_model)['english']}"
     return f"merged into its base: {compare_generation(ref, merged['tokens'], tok)['cpu_match']}"
 
 # %% ../../../nbs/libraries/peft/01_runs.ipynb #14ea627b
@@ -60,7 +65,9 @@ def with_adapter_effect(c:dict, # the base's check of the run (its `reference`: 
                         plan:dict, path:str, out:dict, cache_dir)->dict:
     "The base's check, with what the base alone generates on the CPU, and, where the adapter changes nothing, the row's notes saying so first."
     ref = c.pop("reference", None)
-    if ref is None: return c   # judged (more than one core): no CPU run to hold the base alone to
+    if ref is None:   # judged (more than one core): no CPU run to hold the base alone to; the merged run judged as the unmerged one
+        merged = merged_verdict(out.get("merged"), None, None, plan["judge_model"])
+        return {**c, **({"check": f"{c['check']}; {merged}"} if merged else {})}
     base_plan = {**plan, "model_id": plan["inputs"]["base_model"], "revision": plan["inputs"]["base_revision"]}
     kwargs = reference_kwargs(plan, out)   # as the reference with the adapter took them
     key = reference_key(base_plan, plan["base_path"], transformers=transformers.__version__)

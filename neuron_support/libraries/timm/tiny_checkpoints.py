@@ -6,12 +6,13 @@
 __all__ = ['build_child']
 
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #d534a356
-import json, sys, time, warnings
+import json, time, warnings
 from pathlib import Path
 import torch
 import timm
 from timm.models._registry import _model_to_module
 from ...stack import write_atomic
+from ...architectures import builder_main
 from ...demo import demo_dir
 from .demo import sure_timm_head, save_timm_checkpoint
 from .runs import timm_inputs
@@ -103,9 +104,5 @@ def build_all(only:list|None=None, root:Path|None=None, say=None, scale:int=1)->
 
 # %% ../../../nbs/libraries/timm/02_tiny_checkpoints.ipynb #0af7acf5
 def build_child():
-    "Entry point of the builder's process: the spec in argv[1] (only, root, scale, manifest); the manifest written to its file, or printed."
-    spec = json.loads(sys.argv[1])
-    manifest = build_all(spec.get("only"), spec.get("root") and Path(spec["root"]), say=lambda line: print(line, file=sys.stderr, flush=True),
-                         scale=spec.get("scale") or 1)
-    if spec.get("manifest"): write_atomic(spec["manifest"], json.dumps(manifest))
-    else: print(json.dumps(manifest))
+    "Entry point of the builder's process (`architectures.builder_main`): the families the spec's `only` keeps."
+    builder_main(build_all)

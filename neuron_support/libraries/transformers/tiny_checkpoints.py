@@ -6,7 +6,7 @@
 __all__ = ['build_child']
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #6320e449
-import inspect, json, re, shutil, sys, time
+import inspect, json, re, shutil, time
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_M
 from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
+from ...architectures import builder_main
 from ...photo import photo
 from ...demo import build_demo, demo_dir, IMAGENET_LABELS
 from .demo import (bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation,
@@ -926,9 +927,11 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     return done
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #8a80a7e7
-def build_all(groups=GROUPS, only:list|None=None, root:Path|None=None, say=None, scale:int=1)->list: # [{group, model_type, class, folder, params|skip}]
-    "Build (or find built) the tiny checkpoint at `scale` of every architecture of `groups` that `only` keeps."
-    todo, out = architectures(groups, only), []
+def build_all(groups=GROUPS, only:list|None=None, root:Path|None=None, say=None, scale:int=1,
+              of:tuple|None=None, # the groups built of those `groups` find an architecture in first (None: every one)
+             )->list: # [{group, model_type, class, folder, params|skip}]
+    "Build (or find built) the tiny checkpoint at `scale` of every architecture of `groups` (of those, `of`'s) that `only` keeps."
+    todo, out = [t for t in architectures(groups, only) if of is None or t[0] in of], []
     for i, (g, mt, cls) in enumerate(todo, 1):
         t, folder = time.time(), checkpoint_folder(mt, cls, root, scale)
         done = build_checkpoint(g, mt, cls, folder, scale)
@@ -939,10 +942,6 @@ def build_all(groups=GROUPS, only:list|None=None, root:Path|None=None, say=None,
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #f24f3b90
 def build_child():
-    "Entry point of the builder's process: the spec in argv[1] (groups, only, root, scale, manifest); the manifest written to its file, or printed."
-    spec = json.loads(sys.argv[1])
+    "Entry point of the builder's process (`architectures.builder_main`): every group's architectures that the spec's `only` keeps."
     transformers.utils.logging.set_verbosity_error(); transformers.utils.logging.disable_progress_bar()
-    manifest = build_all(spec.get("groups") or GROUPS, spec.get("only"), spec.get("root") and Path(spec["root"]),
-                         say=lambda line: print(line, file=sys.stderr, flush=True), scale=spec.get("scale") or 1)
-    if spec.get("manifest"): write_atomic(spec["manifest"], json.dumps(manifest))
-    else: print(json.dumps(manifest))
+    builder_main(build_all)
