@@ -49,11 +49,16 @@ def fault_of(e:BaseException, # what a run raised
         if network_error(x): return {"fault": "network", "retry_after": None}
     return None
 
+# %% ../nbs/07b_faults.ipynb #d2db0593
+KERNEL_NOT_STARTED = "Kernel died before replying to kernel_info" # jupyter_client's words for a kernel that exited before it answered
+
 # %% ../nbs/07b_faults.ipynb #29a25f67
 def named_fault(ename:str, # the exception's class name, as papermill reports a cell's error
                 evalue:str, # its message
                )->dict|None: # as fault_of
-    "As `fault_of`, for an error known only by its class's name and message: a notebook cell's."
+    "As `fault_of`, for an error known only by its class's name and message: a notebook cell's, or the notebook's kernel's."
+    # the kernel exited before it answered its first request (two kernels starting at once on a busy host): no cell ran
+    if ename == "RuntimeError" and evalue.startswith(KERNEL_NOT_STARTED): return {"fault": "kernel died at its start", "retry_after": None}
     if ename in ("OSError", "IOError") and re.match(r"\[Errno (28|122)\]", evalue): return {"fault": "disk full", "retry_after": None}
     if ename in ("HfHubHTTPError", "HTTPStatusError", "HTTPError") and (m := re.match(r"(?:(?:Client|Server) error "
                                                                                       r"')?(\d{3}) ", evalue)) and int(m[1]) in FAULT_STATUS:

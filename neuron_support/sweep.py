@@ -137,8 +137,10 @@ def execute_notebook_child():
     spec = json.loads(sys.argv[1])
     try: execute_run_notebook(spec["notebook"], Path(spec["run_dir"]), spec["parameters"], spec.get("kernel"), sys.stdout)  # into sweep.log
     except Exception as e:   # a cell raised (papermill says which, by the exception's name and message): the Hub's 503 to the plan is no verdict
-        if fault := named_fault(getattr(e, "ename", ""), getattr(e, "evalue", "")):
-            write_atomic(Path(spec["run_dir"]) / FAULT_FILE, json.dumps({**fault, "error": f"{e.ename}: {e.evalue}"[:2000]}))
+        # a cell's error, by papermill's name for it; else papermill's own (a kernel that never started)
+        name, value = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
+        if fault := named_fault(name, value):
+            write_atomic(Path(spec["run_dir"]) / FAULT_FILE, json.dumps({**fault, "error": f"{name}: {value}"[:2000]}))
         raise
 
 # %% ../nbs/20_sweep.ipynb #c4e005ee

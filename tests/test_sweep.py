@@ -272,6 +272,37 @@ def test_sigkill_and_restart_loses_nothing_and_reruns_nothing(tmp_path, probe_no
     for i in range(1, 7): assert tagged_processes(str(run_folder(out, PAIR, f"t/pass-{i}").resolve())) == []
 
 
+# a kernel that exits before it answers, the first time it is started in the folder given (its marker), and starts as any
+# kernel afterwards: what a busy host gave CI once (two kernels starting at once), here on purpose
+DIES_ONCE = """import os, sys
+if not os.path.exists(sys.argv[1]): open(sys.argv[1], "w").close(); sys.exit(3)
+os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *sys.argv[2:]])
+"""
+
+
+def test_a_kernel_that_dies_at_its_start_is_no_verdict_and_runs_again(tmp_path, probe_notebook, monkeypatch):
+    """A run whose notebook's kernel exited before it answered its first request ran nothing of the model: papermill's
+    "Kernel died before replying to kernel_info" is a fault, not a FAIL(other); the sweep tries the run again and its row
+    is the second try's. (A kernel that dies while a cell runs is the model's crash: the first test's `t/crash-1`.)"""
+    import io
+    kernel = tmp_path / "jupyter" / "kernels" / "dies-once"
+    kernel.mkdir(parents=True)
+    (tmp_path / "dies_once.py").write_text(DIES_ONCE)
+    (kernel / "kernel.json").write_text(json.dumps({"argv": [sys.executable, str(tmp_path / "dies_once.py"), str(tmp_path / "died"), "-f", "{connection_file}"],
+                                                    "display_name": "dies once", "language": "python"}))
+    nb = nbformat.read(probe_notebook, as_version=4)
+    nb.metadata["kernelspec"] = {"name": "dies-once", "display_name": "dies once", "language": "python"}
+    nbformat.write(nb, notebook := tmp_path / "probe.ipynb")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))   # the sweep's Ray workers and their children inherit it
+    log, out, said = tmp_path / "executions.log", tmp_path / "out", io.StringIO()
+    sweep(max_runs=1, out_dir=out, items=[SweepItem("t/pass-1", "run", selection_rank=1, cores=1)], notebook=notebook, slots=1, time_limit=60,
+          parameters=probe_params(log), stack=CPU, stream=said)
+    assert (tmp_path / "died").is_file(), said.getvalue()   # the first kernel did die
+    table = read_table(table_path(out, PAIR))
+    assert table.result.tolist() == ["PASS"], (table[["result", "notes"]], said.getvalue())
+    assert executions(log)["t/pass-1"] == (1, 1)   # the notebook's cells ran once: on the second try
+    assert "kernel died at its start" in said.getvalue(), said.getvalue()
+
 def test_ctrl_c_stops_the_runs_in_flight_without_a_verdict(tmp_path, probe_notebook):
     """Ctrl-C: the sweep kills its runs in flight, which is no crash of theirs: no row for them (each had a FAIL(other)
     row before, so that the restart counted it as finished; a run whose task Ray started during the stop too), and their
