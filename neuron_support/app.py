@@ -710,9 +710,9 @@ def architecture_of(self:Results, model_type:str, cls:str|None=None, # the archi
 # %% ../nbs/21_app.ipynb #aa95b041
 @patch
 def tested_of_type(self:Results, model_type:str)->pd.DataFrame:
-    "The tested checkpoints of a model type: each one's latest row in each library, newest first."
+    "The tested checkpoints of a model type: each one's latest row in each library (an adapter's: none), newest first."
     d = self.df.iloc[np.sort(np.concatenate([*self.latest_in.values(), np.array([], int)]))]
-    d = d[(d.model_type == model_type) & (d.result != "EXCLUDED")]
+    d = d[(d.model_type == model_type) & (d.result != "EXCLUDED") & (d.library != ADAPTERS)]   # an adapter over a base of the type is no checkpoint of it
     return d.sort_values(["tested_at", "model_id"], ascending=[False, True])
 
 # %% ../nbs/21_app.ipynb #f3a9c2d1

@@ -1137,7 +1137,7 @@ def run_all(todo:list, # SweepItems to run, in list order
                         if sweep_stopping(): continue   # its worker killed because the sweep is stopping: no verdict either
                         if not (row := ray_fault(e)):   # the task itself raised: the harness's failure, the run's row
                             d = run_folder(out_dir, pair, it.model_id)
-                            row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {str(e).splitlines()[0][:300]}",
+                            row = failure_row(it, stack, pair, d, f"the run's Ray task died: {type(e).__name__}: {first_line(str(e), 300)}",
                                               utc_now(), time.time() - t)
                             write_atomic(d / "result.json", json.dumps(row, indent=1))
                     if row.get("fault"):   # no verdict: later, again, or left to the next sweep

@@ -76,20 +76,20 @@ def test_passing_rows_without_damaged_runs_get_them_and_the_check_catches_the_da
     every damaged run (issue 57) but the one it names, and the summary gives the share caught per group."""
     out, p = damaged_architecture_table
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "5 architectures: 0 to run, 5 unchanged since their last run" in p.stderr and "5 passing: running each again damaged (noise and swap)" in p.stderr, p.stderr[-2000:]
-    assert "start llama:LlamaForCausalLM (swap) on cores" in p.stderr
+    assert "3 architectures: 0 to run, 3 unchanged since their last run" in p.stderr and "3 passing: running each again damaged (noise and swap)" in p.stderr, p.stderr[-2000:]
+    assert "start mamba:MambaForCausalLM (swap) on cores" in p.stderr
     damage = ["damage_noise", "damage_swap"]
     intact = read_architectures(architecture_path(architecture_table[0], PAIR))
     t = read_architectures(architecture_path(out, PAIR))
     pd.testing.assert_frame_equal(t.drop(columns=damage), intact.drop(columns=damage))   # the intact rows as they were, their times too
     t = t.set_index(["model_type", "class"])
-    damaged = [("llama", "LlamaForCausalLM"), ("bert", "BertForMaskedLM"), ("bert", "BertModel"), MAMBA, MASKFORMER]
+    damaged = [("bert", "BertForMaskedLM"), MAMBA, MASKFORMER]
     # Mamba flipped too: its layers drawn live, its generation is theirs, not its embeddings' given back (`echoes`)
-    assert (t.loc[damaged[:4], damage] == "FAIL(output)").all().all(), t[damage]
+    assert (t.loc[damaged[:2], damage] == "FAIL(output)").all().all(), t[damage]
     assert t.loc[MASKFORMER, damage].tolist() == ["PASS Y", "FAIL(output)"]   # its queries all one class: its map the same with noise (benchmarks/README.md)
     assert t.drop(damaged)[damage].isna().all().all()   # the rows --only left out: not run damaged
     assert "not caught: maskformer MaskFormerForInstanceSegmentation: noise PASS Y" in p.stdout
-    assert f"  all{' ' * 42}noise {'4/5':>7}  swap {'5/5':>7}  {9 / 10:>4.0%}" in p.stdout, p.stdout[-1500:]
+    assert f"  all{' ' * 42}noise {'2/3':>7}  swap {'3/3':>7}  {5 / 6:>4.0%}" in p.stdout, p.stdout[-1500:]
     for d in ("noise", "swap"):   # the damaged runs' notebooks, to open as any run's
         assert len(list((out / "architecture-runs" / f"damaged-{d}" / "runs" / PAIR).glob("*/run.ipynb"))) == len(damaged)
 

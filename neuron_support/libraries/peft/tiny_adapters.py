@@ -11,6 +11,7 @@ from pathlib import Path
 import transformers
 import peft
 from ...stack import write_atomic
+from ...processes import first_line
 from ...architectures import builder_main
 from ..transformers import tiny_checkpoints as base_builder
 from .demo import draw_adapter
@@ -64,7 +65,7 @@ def build_adapter(base:dict, # the transformers builder's entry of the base (`bu
         done = {"params": n} | ({"head": f"{base.get('head') or ''}; the LoRA leaves out {', '.join(left_out)}, which peft refuses in "
                                          f"this family".lstrip("; ")} if left_out else {})
     except Exception as e:
-        said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")
+        said = first_line(str(e), 300)
         done = {"skip": f"peft draws no LoRA over it: {type(e).__name__}: {said}"[:300]}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp, json.dumps({"version": version, "entry": done}))

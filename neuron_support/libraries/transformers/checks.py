@@ -6,7 +6,7 @@
 __all__ = ['generation_reference', 'compare_generation', 'judge_english']
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #b09557ff
-import gc, json, math, re, time
+import functools, gc, json, math, re, time
 from pathlib import Path
 import torch
 import transformers
@@ -159,9 +159,10 @@ JUDGE_MAX_STRETCH_NLL = 10.0 # nats per token: English costs at most 8 over any 
 JUDGE_MAX_WORDS = 200 # only the first words are judged
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #4b2c9983
+@functools.lru_cache(maxsize=2)
 def load_judge(judge_path:str=JUDGE_MODEL, # a local folder or a Hub id
               )->tuple: # (tokenizer, model)
-    "The judge model, in fp32 on the CPU."
+    "The judge model, in fp32 on the CPU; loaded once a process (a run over several cores judges its merged run with it too)."
     tok = transformers.AutoTokenizer.from_pretrained(judge_path, trust_remote_code=False)
     model = transformers.AutoModelForCausalLM.from_pretrained(judge_path, dtype=torch.float32, trust_remote_code=False).eval()
     return tok, model

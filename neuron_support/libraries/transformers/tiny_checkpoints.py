@@ -21,6 +21,7 @@ from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_M
 from tokenizers.processors import TemplateProcessing
 
 from ...stack import write_atomic
+from ...processes import first_line
 from ...architectures import builder_main
 from ...photo import photo
 from ...demo import build_demo, demo_dir, IMAGENET_LABELS
@@ -890,7 +891,7 @@ def defaults_refused(model_type:str, cls_name:str)->str|None:
         with torch.device("meta"): getattr(transformers, cls_name)(cfg())
         return None
     except Exception as e:
-        said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")
+        said = first_line(str(e), 300)
         return f"transformers' own defaults do not make it ({cfg.__name__}(): {type(e).__name__}: {said}): its checkpoints set what they leave unset"
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d9b89838
@@ -918,7 +919,7 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         head = save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None, prepare=sure)
         done = {"version": version, "params": n, "head": head}
     except Exception as e:
-        said = next((l.strip() for l in str(e).splitlines() if l.strip()), "")   # an ImportError's message starts with an empty line
+        said = first_line(str(e), 300)   # an ImportError's message starts with an empty line
         why = unserved(cls_name, model_type, {})   # a class no runner serves: what the plan would say of a checkpoint, not why this one was not built
         done = {"version": version,
                 **({"excluded": f"{why} ({cls_name})"} if why else {"skip": (defaults_refused(model_type, cls_name) or f"{type(e).__name__}: {said}")[:300]})}
