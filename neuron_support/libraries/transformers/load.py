@@ -34,6 +34,23 @@ def merge_adapter(model, own:set, # the model with an adapter loaded over it, an
     for m in layers: m.merge()
     return len(layers)
 
+# %% ../../../nbs/libraries/transformers/03_load.ipynb #717ace41
+def unplaced_adapter_tensors(model, own:set, # the model with its adapter loaded, and the names of the parameters the adapter added
+                             path:str, # the adapter's folder
+                            )->list: # the names of the saved tensors no such parameter holds
+    """The adapter's saved tensors (`adapter_model.safetensors`) whose values no parameter that `load_adapter` added holds:
+    weights it could not place (a name its conversion of the keys misses), whose layers then run with freshly drawn
+    ones: another adapter than the one saved. Told apart by value, in the model's dtype, so that names converted on the
+    way still match."""
+    file = Path(path) / "adapter_model.safetensors"
+    params = dict(model.named_parameters())
+    added = [params[n].detach() for n in own if n in params]
+    if not file.is_file() or not added: return []
+    from safetensors.torch import load_file
+    key = lambda t: (tuple(t.shape), float(t.double().sum()), float(t.double().abs().sum()))
+    held = {key(p) for p in added}
+    return [name for name, t in load_file(file).items() if key(t.to(added[0].dtype)) not in held]
+
 # %% ../../../nbs/libraries/transformers/03_load.ipynb #8d5c7eaa
 def load_model(cls, path:str, plan:dict, device:str):
     """from_pretrained in bf16, sharded over the ranks or moved to this rank's device. An adapter's run (the plan's
@@ -49,6 +66,9 @@ def load_model(cls, path:str, plan:dict, device:str):
         before = {id(p) for p in model.parameters()}
         model.load_adapter(path)   # a layer it wraps keeps its weight, under a new name (`base_layer.weight`): told apart by tensor
         own = {n for n, p in model.named_parameters() if id(p) not in before}
+        if dc is None and (lost := unplaced_adapter_tensors(model, own, path)):   # a shard holds part of a tensor: whole ones only
+            raise ValueError(f"the adapter did not load whole: load_adapter placed {len(lost)} of its saved tensors on no layer "
+                             f"(first {lost[0]}), whose layers would run with fresh weights")
         if plan.get("inputs", {}).get("merged"): merge_adapter(model, own, plan.get("perturb", "")); own = set()   # damaged before, if at all
         setattr(model, ADAPTER_PARAMETERS, own)
     return model if dc is not None or device == "cpu" else model.to(device)
