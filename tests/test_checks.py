@@ -417,7 +417,8 @@ def test_error_signature_groups_failures_that_differ_in_numbers_and_names():
 
 ALLOWED_IMPORTS = {"argparse", "base64", "ctypes", "dataclasses", "errno", "functools", "gc", "hashlib", "inspect", "io", "json", "math", "os", "re", "resource", "signal", "socket", "subprocess", "sys", "tempfile", "textwrap", "time", "typing",
                    "traceback", "urllib", "wave", "zlib", "importlib", "multiprocessing", "pathlib", "torch", "transformers", "huggingface_hub", "PIL",
-                   "torch_neuronx", "peft"}   # peft: transformers' own integration loads an adapter with it (and merges it)
+                   "torch_neuronx", "peft",   # peft: transformers' own integration loads an adapter with it (and merges it)
+                   "safetensors"}   # transformers' own weights' format, installed with it: an adapter's file, read to tell whether it loaded whole
 
 
 @pytest.mark.parametrize("library, runner", [("transformers", None), ("transformers", "run_image_classifier"), ("transformers", "run_ctc"), ("sentence-transformers", None),
