@@ -73,7 +73,7 @@ def build_checkpoint(architecture:str, dest:Path)->dict: # {"params": n, "head":
         save_timm_checkpoint(model.to(torch.bfloat16), dest)
         done = {"version": version, "params": sum(p.numel() for p in model.parameters()), "head": model.num_classes > 0}
     except Exception as e:
-        done = {"version": version, "skip": f"{type(e).__name__}: {first_line(str(e), 300)}"}
+        done = {"version": version, "skip": f"{type(e).__name__}: {first_line(str(e), 300)}"[:300]}
         dest.mkdir(parents=True, exist_ok=True)
     write_atomic(stamp, json.dumps(done))
     return done

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 import transformers
 from ...core import RunHooks, importable, perturb_weights, ADAPTER_PARAMETERS
+from ...checks import fingerprint
 
 transformers.utils.logging.disable_progress_bar()   # in run.py, its ranks and the CPU's reference: the run's own lines say what happens
 
@@ -40,14 +41,14 @@ def unplaced_adapter_tensors(model, own:set, # the model with its adapter loaded
                             )->list: # the names of the saved tensors no such parameter holds
     """The adapter's saved tensors (`adapter_model.safetensors`) whose values no parameter that `load_adapter` added holds:
     weights it could not place (a name its conversion of the keys misses), whose layers then run with freshly drawn
-    ones: another adapter than the one saved. Told apart by value, in the model's dtype, so that names converted on the
-    way still match."""
+    ones: another adapter than the one saved. Told apart by value (`fingerprint`: the hash of its bytes), in the model's
+    dtype, so that names converted on the way still match."""
     file = Path(path) / "adapter_model.safetensors"
     params = dict(model.named_parameters())
     added = [params[n].detach() for n in own if n in params]
     if not file.is_file() or not added: return []
     from safetensors.torch import load_file
-    key = lambda t: (tuple(t.shape), float(t.double().sum()), float(t.double().abs().sum()))
+    key = lambda t: fingerprint(t)["sha256"]   # the same bytes: both are in the model's dtype
     held = {key(p) for p in added}
     return [name for name, t in load_file(file).items() if key(t.to(added[0].dtype)) not in held]
 
