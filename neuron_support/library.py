@@ -32,6 +32,7 @@ class Library:
     no_builder: str = ""        # why it has no architecture table, said to whoever asks for one
     demo: str = ""              # the module that names its entries of the demo catalog and builds their checkpoints (its `demo_repos()`); "": none
     builds_on: tuple = ()       # the libraries it is built on, whose folders its own may import (sentence-transformers' models are transformers')
+    stack_modules: tuple = ()   # what its runs import first beyond its module, imported ahead by a started stack (transformers' modeling code)
 
     def installed_version(self)->str:
         "The library's version as the pair names it."

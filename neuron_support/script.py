@@ -6,7 +6,8 @@
 __all__ = ['DEFAULT_TIME_LIMIT', 'render_run_py', 'execute_plan', 'make_row', 'run_model']
 
 # %% ../nbs/18_script.ipynb #56dec127
-import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re, shlex, shutil, signal, socket, subprocess, sys, sysconfig, tempfile, threading, time
+import ast, contextlib, functools, hashlib, importlib.util, json, os, pprint, re, secrets, shlex, shutil, signal, socket, subprocess, sys, sysconfig
+import tempfile, threading, time
 from pathlib import Path
 from .stack import (UsageError, Stack, write_atomic, utc_now, environment, PACKAGES, VERSION_COLUMNS, DEVICE_VERSIONS)
 from .facts import JUDGE_MODEL, failure
@@ -166,31 +167,51 @@ def parse_outcome(lines:list)->dict|None:
     return None
 
 # %% ../nbs/18_script.ipynb #e2ca2f2b
-STARTED_STACK = "NEURON_SUPPORT_STARTED_STACK" # the environment variable that offers a run's notebook a started stack: the folder of its socket
+STARTED_STACK = "NEURON_SUPPORT_STARTED_STACK" # the environment variable that offers a run's notebook a started stack: the name of its socket
 STACK_READY = b"r" # the byte a started stack sends once it has imported the stack
 STACK_READY_TIMEOUT = 300 # seconds the notebook waits for a started stack's imports before it starts `python3 run.py` itself
+TAG_ROOM = 4096 # bytes a started stack keeps in its environment for the tag of each run it forks (a sweep's tag is the run's folder: PATH_MAX)
 
-STACK_SERVER = r"""import json, os, socket, sys
-folder, server, modules = sys.argv[1], socket.socket(fileno=int(sys.argv[2])), sys.argv[3:]   # the socket, listening before this started
+STACK_SERVER = r"""import ctypes, json, os, socket, struct, sys
+server, modules = socket.socket(fileno=int(sys.argv[1])), sys.argv[2:]   # the socket, listening before this started
+# where /proc/PID/environ shows the tag: the environment as exec laid it out, which os.environ's changes never touch
+env, room = ctypes.POINTER(ctypes.c_void_p).in_dll(ctypes.CDLL(None), "environ"), b"%s=" + b"." * %d
+tagged = next((env[i] for i in range(1 << 16) if env[i] is None or ctypes.string_at(env[i]).startswith(room)), None)
+if tagged is None: sys.exit("no room for a run's tag in this environment")
+tagged += len(b"%s=")
 import torch, torch.multiprocessing, huggingface_hub   # what run.py imports first, whatever the library
-for name in modules: __import__(name)   # the run's library
-conn = server.accept()[0]; server.close(); os.unlink(os.path.join(folder, "socket"))   # one run, once
-conn.sendall(%r)
-message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
-request = json.loads(message)
-sys.stdout.flush(); sys.stderr.flush()
-if os.fork() == 0:   # the run: run.py in its folder, as `python3 run.py` runs it
-    conn.close(); os.dup2(fds[0], 1); os.dup2(fds[0], 2); os.close(fds[0])
-    with open(os.path.join(folder, "imports.log"), errors="replace") as log: sys.stdout.write(log.read()); sys.stdout.flush()
-    if sys.platform.startswith("linux"):
-        import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG: die with this stack
-    os.environ[%r] = str(request["handed_by"])   # its kills spare the kernel that watches it (processes.spared)
-    os.chdir(request["cwd"]); sys.argv, sys.path[0] = ["run.py", *request["args"]], os.getcwd()
-    import runpy; runpy.run_path(os.path.abspath("run.py"), run_name="__main__")
-    sys.exit()
-os.close(fds[0])
-conn.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(os.wait()[1])}).encode())
-""" % (STACK_READY, HANDED_BY) # the started stack's program: `python -c STACK_SERVER FOLDER SOCKET_FD [MODULE...]`
+for name in modules: __import__(name)   # the run's library, and what its runs import first
+while True:   # one run at a time, each in a child forked from this interpreter, which runs nothing itself
+    conn = server.accept()[0]
+    try:
+        if struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1] != os.getuid(): raise PermissionError("another user's")
+        conn.sendall(%r)
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
+        request = json.loads(message); tag = request["tag"].encode()
+        if len(fds) != 1 or len(tag) > %d: raise ValueError("not a run's request")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        conn.close(); continue
+    sys.stdout.flush(); sys.stderr.flush()
+    if (child := os.fork()) == 0: break   # the run, below
+    os.close(fds[0])
+    _, status = os.waitpid(child, 0)
+    try: conn.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode())
+    except OSError: pass   # its notebook is gone
+    conn.close()
+# the run: run.py in its folder, as `python3 run.py` runs it
+server.close(); conn.close()
+ctypes.CDLL(None).prctl(1, 9)   # PR_SET_PDEATHSIG, SIGKILL: die with this stack
+ctypes.memmove(tagged, tag.ljust(%d, b"\0"), %d)   # its tag, where kill_run finds it in this process and the ranks it forks
+os.environ[%r] = request["tag"]   # and in the processes it starts
+imported = os.pread(1, os.fstat(1).st_size, 0)   # what importing printed (this interpreter's output goes to a file of its own)
+os.dup2(fds[0], 1); os.dup2(fds[0], 2); os.close(fds[0])
+sys.stdout.write(imported.decode(errors="replace")); sys.stdout.flush()
+os.environ[%r] = str(request["handed_by"])   # its kills spare the kernel that watches it (processes.spared)
+os.chdir(request["cwd"]); sys.argv, sys.path[0] = ["run.py", *request["args"]], os.getcwd()
+import runpy; runpy.run_path(os.path.abspath("run.py"), run_name="__main__")
+sys.exit()
+""" % (RUN_TAG, TAG_ROOM, RUN_TAG, STACK_READY, TAG_ROOM, TAG_ROOM, TAG_ROOM, RUN_TAG, HANDED_BY)
+# the started stack's program: `python -c STACK_SERVER SOCKET_FD [MODULE...]`
 
 # %% ../nbs/18_script.ipynb #4262c964
 class StartedRun:
@@ -199,17 +220,18 @@ class StartedRun:
 
     @classmethod
     def hand(cls, run_dir:Path, # the folder holding run.py
+             tag:str, # the run's tag, which the stack's child carries (`kill_run` finds it by it)
              args:list=(), # run.py's command-line arguments
-            )->"StartedRun|None": # None when no stack was offered, or the offered one is gone
+            )->"StartedRun|None": # None when no stack was offered, the offered one is gone, or the tag is longer than it has room for
         "Hand run.py to the stack this process was offered ($NEURON_SUPPORT_STARTED_STACK), which is then no longer offered."
-        folder = os.environ.pop(STARTED_STACK, "")
-        if not folder: return None
+        name = os.environ.pop(STARTED_STACK, "")
+        if not name or len(tag.encode()) > TAG_ROOM: return None
         conn, read, write = socket.socket(socket.AF_UNIX), None, None
         try:
-            conn.settimeout(STACK_READY_TIMEOUT); conn.connect(os.path.join(folder, "socket"))
+            conn.settimeout(STACK_READY_TIMEOUT); conn.connect("\0" + name)
             if conn.recv(1) != STACK_READY: raise ConnectionError("the started stack ended before its imports did")
             conn.settimeout(None); read, write = os.pipe()
-            request = {"cwd": str(Path(run_dir).resolve()), "args": list(args), "handed_by": os.getpid()}
+            request = {"cwd": str(Path(run_dir).resolve()), "args": list(args), "handed_by": os.getpid(), "tag": tag}
             socket.send_fds(conn, [json.dumps(request).encode()], [write])
         except OSError:
             conn.close()
@@ -226,24 +248,58 @@ class StartedRun:
         try: return json.loads(sent)["returncode"]
         except (ValueError, KeyError, TypeError): return None
 
-# %% ../nbs/18_script.ipynb #12a87ff6
+# %% ../nbs/18_script.ipynb #d662746a
+def stack_modules(library:str)->list: # module names
+    "What a started stack imports for a run of `library` besides torch: its module and what its runs import first (`Library.stack_modules`)."
+    try: ahead = library_of(library).stack_modules
+    except UsageError: ahead = ()   # a library the registry does not know: its module alone
+    return [m for m in dict.fromkeys([library.replace("-", "_"), *ahead]) if importlib.util.find_spec(m.split(".")[0])]
+
+# %% ../nbs/18_script.ipynb #e119992b
+def start_stack(library:str, # the runs' library
+                env:dict, # the runs' environment: the started interpreter's, with room for each run's tag
+               )->tuple: # (the name of its socket, the process)
+    """Start the stack for the runs of `library`: an interpreter that imports it, then forks a child for each run handed to it
+    (`StartedRun.hand`). Its socket is in Linux's abstract namespace (nothing on disk to leave behind) and serves only this user."""
+    name = f"neuron-support-stack-{os.getpid()}-{secrets.token_hex(8)}"
+    with socket.socket(socket.AF_UNIX) as server, tempfile.TemporaryFile() as log:
+        server.bind("\0" + name); server.listen(1)   # here, so that it is there when the caller offers it
+        p = subprocess.Popen([sys.executable, "-c", STACK_SERVER, str(server.fileno()), *stack_modules(library)], cwd=tempfile.gettempdir(),
+                             env={**env, RUN_TAG: "." * TAG_ROOM}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True, preexec_fn=die_with_parent, pass_fds=[server.fileno()])
+    return name, p
+
+# %% ../nbs/18_script.ipynb #f7944e3c
+def end_stack(p:subprocess.Popen):
+    "End a started stack (a run of it in progress dies with it)."
+    p.kill(); p.wait()
+
+# %% ../nbs/18_script.ipynb #af94814a
 @contextlib.contextmanager
 def started_stack(library:str, # the run's library: its module is imported too
-                  tag:str, # the run's tag, in the started interpreter's environment from its start
                  ):
     "Start the stack for one run and offer it to the processes started in the block ($NEURON_SUPPORT_STARTED_STACK); end it after."
-    folder = tempfile.mkdtemp(prefix="ns-stack-")   # short: a socket's path has at most 107 bytes
-    module = library.replace("-", "_")
-    modules = [module] if importlib.util.find_spec(module) else []
-    with socket.socket(socket.AF_UNIX) as server, open(os.path.join(folder, "imports.log"), "wb") as log:
-        server.bind(os.path.join(folder, "socket")); server.listen(1)   # here, so that it is there when the block starts
-        p = subprocess.Popen([sys.executable, "-c", STACK_SERVER, folder, str(server.fileno()), *modules], cwd=folder, env={**os.environ, RUN_TAG: tag},
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
-                             pass_fds=[server.fileno()])
+    name, p = start_stack(library, os.environ)
     try:
-        with environment(**{STARTED_STACK: folder}): yield p
-    finally:
-        p.kill(); p.wait(); shutil.rmtree(folder, ignore_errors=True)
+        with environment(**{STARTED_STACK: name}): yield p
+    finally: end_stack(p)
+
+# %% ../nbs/18_script.ipynb #b987eff7
+KEPT_STACK = {} # the stack this process keeps for the runs it starts one after the other (a sweep's slot): its key, name and process
+
+def kept_stack(notebook, # the notebook the run executes: only the run notebook reaches run.py
+               library:str, # the run's library
+               env:dict, # the run's environment
+              )->dict: # what to add to the run's environment: the stack offered ($NEURON_SUPPORT_STARTED_STACK), or nothing
+    """The stack kept for this process's runs of `library` in environment `env`: the one the last such run had while it lives,
+    else a new one (the one before ended). Each run forks from it, so that a sweep's slot imports the stack once."""
+    if not is_run_notebook(notebook) or STARTED_STACK in env: return {}
+    key = (library, sorted((k, v) for k, v in env.items() if k != RUN_TAG))
+    if KEPT_STACK.get("key") == key and KEPT_STACK["process"].poll() is None: return {STARTED_STACK: KEPT_STACK["name"]}
+    if KEPT_STACK: end_stack(KEPT_STACK["process"])
+    name, p = start_stack(library, env)
+    KEPT_STACK.update(key=key, name=name, process=p)
+    return {STARTED_STACK: name}
 
 # %% ../nbs/18_script.ipynb #4a770e9e
 def execute_run_py(run_dir:Path, # the folder holding run.py
@@ -254,7 +310,8 @@ def execute_run_py(run_dir:Path, # the folder holding run.py
                   )->dict: # the outcome run.py printed, or a FAIL(other) outcome
     "Run `python3 run.py` in its folder (or hand it to the stack started for it), stream its output, and read its JSON outcome."
     start, lines, tag = time.time(), [], run_tag()
-    p = (None if env else StartedRun.hand(run_dir, args)) or subprocess.Popen([sys.executable, "run.py", *args], cwd=run_dir, env={**os.environ, **(env or {}), RUN_TAG: tag},
+    p = (None if env else StartedRun.hand(run_dir, tag, args)) or subprocess.Popen([sys.executable, "run.py", *args], cwd=run_dir,
+                         env={**os.environ, **(env or {}), RUN_TAG: tag},
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, bufsize=1,
                          start_new_session=True, preexec_fn=die_with_parent)
     timer = threading.Timer(timeout, lambda: kill_run(tag)); timer.start()
@@ -415,7 +472,7 @@ def execute_run_notebook(notebook, # the run notebook (template)
     tag = run_tag()   # the caller's (a sweep's, run_model's), else this run's own: the kernel, the started stack and run.py carry it
     wanted = is_run_notebook(notebook) and STARTED_STACK not in os.environ   # run_model starts its stack before it plans
     try:
-        with environment(**{RUN_TAG: tag}), (started_stack(parameters["library"], tag) if wanted else contextlib.nullcontext()):
+        with environment(**{RUN_TAG: tag}), (started_stack(parameters["library"]) if wanted else contextlib.nullcontext()):
             papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),
                                        progress_bar=False, kernel_name=kernel, stdout_file=stream, stderr_file=stream, extra_arguments=QUIET_KERNEL,
                                        shutdown_kernel="immediate")   # the notebook is written and every output in: nothing left to wait for
@@ -431,7 +488,7 @@ def run_model(model_id:str, # Hub id or local folder
              )->dict: # the result row
     "Run one model through the run notebook and return its row."
     tag, model_id = run_tag(), model_source(model_id)   # a folder by its absolute path: the notebook runs elsewhere
-    with environment(**{RUN_TAG: tag}), started_stack(library, tag):   # first: planning and the kernel's start overlap its imports
+    with environment(**{RUN_TAG: tag}), started_stack(library):   # first: planning and the kernel's start overlap its imports
         make_plan(model_id, library_stack(library, params.get("device") or None, params.get("backend") or None, core_gb=params.get("core_gb") or None),
                   params.get("revision") or None, cores=params.get("cores") or None)  # bad input: a one-line UsageError here
         out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from .hub import hub_server, hub_env
 from .facts import JUDGE_MODEL, HUB_STATE, RESULTS, ignored_files, failure
 from .processes import RUN_TAG, kill_run, die_with_parent, first_line
 from .faults import named_fault, hub_wait, exception_chain, fault_of, hub_retries, HUB_TRIES
-from .script import CHECK_ALLOWANCE, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
+from .script import CHECK_ALLOWANCE, kept_stack, DEFAULT_TIME_LIMIT, run_notebook_path, execute_run_notebook, render_run_py
 from .select import sweep_list
 from .plan import checkpoint_name, model_source, outside_checkpoint
 from .registry import library_of, library_stack, libraries, make_plan
@@ -249,7 +249,8 @@ def execute_run(item:SweepItem, # the model
     with open(run_dir / "sweep.log", "ab") as log:
         log.write(f"--- {tested_at} {checkpoint_name(item.model_id)} on {item.cores} core(s)\n".encode()); log.flush()
         child = subprocess.Popen(child_command(setting.notebook, run_dir, setting.notebook_parameters(item), setting.kernel),
-                                 env={**env, RUN_TAG: tag}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 env={**env, **kept_stack(setting.notebook, setting.stack.library, env), RUN_TAG: tag},
+                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  cwd=run_dir, start_new_session=True, preexec_fn=die_with_parent)
         try:
             rc = child.wait(timeout=limit)

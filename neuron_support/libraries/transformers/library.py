@@ -520,7 +520,8 @@ TRANSFORMERS = Library(
     runner_modules={**dict.fromkeys(VISION_RUNNERS, ("neuron_support.photo", *FIRST, f"{HERE}.vision")),
                     **dict.fromkeys(AUDIO_RUNNERS, (*FIRST, f"{HERE}.audio")),
                     **dict.fromkeys(("run_multimodal", "run_image_to_text"), ("neuron_support.photo", *FIRST, f"{HERE}.generation", f"{HERE}.multimodal"))},
-    shards=shards, one_core=ONE_CORE, builder=f"{HERE}.tiny_checkpoints", demo=f"{HERE}.demo")
+    shards=shards, one_core=ONE_CORE, builder=f"{HERE}.tiny_checkpoints", demo=f"{HERE}.demo",
+    stack_modules=("transformers.modeling_utils",))   # what every model's code imports first: half a tiny run's imports
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #40addabc
 LIBRARY = TRANSFORMERS # what the registry reads of this folder (registry.PROJECT_LIBRARIES names the folder)
