@@ -179,7 +179,7 @@ env, room = ctypes.POINTER(ctypes.c_void_p).in_dll(ctypes.CDLL(None), "environ")
 tagged = next((env[i] for i in range(1 << 16) if env[i] is None or ctypes.string_at(env[i]).startswith(room)), None)
 if tagged is None: sys.exit("no room for a run's tag in this environment")
 tagged += len(b"%s=")
-import torch, torch.multiprocessing, huggingface_hub   # what run.py imports first, whatever the library
+import torch, torch.multiprocessing, torch._dynamo, huggingface_hub   # what run.py imports first, whatever the library (every run compiles)
 for name in modules: __import__(name)   # the run's library, and what its runs import first
 while True:   # one run at a time, each in a child forked from this interpreter, which runs nothing itself
     conn = server.accept()[0]
