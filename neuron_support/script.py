@@ -279,6 +279,7 @@ def end_stack(p:subprocess.Popen):
 def started_stack(library:str, # the run's library: its module is imported too
                  ):
     "Start the stack for one run and offer it to the processes started in the block ($NEURON_SUPPORT_STARTED_STACK); end it after."
+    if not sys.platform.startswith("linux"): yield None; return   # its socket, its tags and its death are Linux's: python3 run.py elsewhere
     name, p = start_stack(library, os.environ)
     try:
         with environment(**{STARTED_STACK: name}): yield p
@@ -293,7 +294,7 @@ def kept_stack(notebook, # the notebook the run executes: only the run notebook 
               )->dict: # what to add to the run's environment: the stack offered ($NEURON_SUPPORT_STARTED_STACK), or nothing
     """The stack kept for this process's runs of `library` in environment `env`: the one the last such run had while it lives,
     else a new one (the one before ended). Each run forks from it, so that a sweep's slot imports the stack once."""
-    if not is_run_notebook(notebook) or STARTED_STACK in env: return {}
+    if not sys.platform.startswith("linux") or not is_run_notebook(notebook) or STARTED_STACK in env: return {}   # as `started_stack`
     key = (library, sorted((k, v) for k, v in env.items() if k != RUN_TAG))
     if KEPT_STACK.get("key") == key and KEPT_STACK["process"].poll() is None: return {STARTED_STACK: KEPT_STACK["name"]}
     if KEPT_STACK: end_stack(KEPT_STACK["process"])
