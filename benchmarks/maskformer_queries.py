@@ -1,66 +1,79 @@
-"""MaskFormer's missed noise (issue 57): would drawing its decoder's queries apart make its check catch damage?
+"""MaskFormer's missed noise (issue 57): does drawing its decoder's queries apart make its check catch damage, as a run checks?
 
-Draws the builder's tiny MaskFormer (its config, from the architecture table's checkpoint folder) at three seeds, each
-three ways: its queries as the builder draws them today (1, 1), and with its query embeddings and every decoder layer's
-cross-attention query and key projections scaled (10, 10; 10, 30), each then given Mask2Former's sure head
-(`sure_mask_classifier`'s two steps: the mask embedder's last layer scaled to spread the masks' logits, the class
-predictor solved by least squares so that query i is label i). It then reads each map as the run does
-(`mask_class_logits`) in fp32 and in bf16 (eager, on the CPU) and checks bf16's, and the maps of the model with noise and
-with its weights flipped (`perturb_weights`) in bf16, against fp32's with `check_segmentation`: the check of a run,
-in one process, with bf16's eager pass standing in for the device's compiled one.
+At random MaskFormer's 100 queries come out nearly the same (its cross-attention, drawn at 0.02, hardly depends on the
+query), so its map is one class, damaged or not. This draws the builder's tiny MaskFormer (its config and image
+processor, from the architecture table's checkpoint folder) with its query embeddings scaled by Q and every decoder
+layer's cross-attention query and key projections by A, then its masks spread and its class predictor solved as
+Mask2Former's are (`sure_mask_classifier`'s steps, less its shift), and saves it as the builder does (`save_tiny`: its
+seed from the folder's name; `@1`, `@2`, `@3` give three more). It then checks it as a run does: the CPU's references
+in fp32 and bf16 with eager attention (`vision_reference`'s `with_attention`), the device's pass in bf16 with the
+attention the model loads with (sdpa), compiled (`aot_eager`), intact, with noise on its weights and with its weights
+flipped (`perturb_weights`), each against the references by `check_segmentation`.
 
     python benchmarks/maskformer_queries.py   # after `neuron-support architectures --only maskformer` built the checkpoint
 """
-import copy, torch, transformers
+import copy, sys, tempfile, torch, transformers
 from pathlib import Path
 from neuron_support.demo import demo_dir
-from neuron_support.libraries.transformers.demo import photo, LOGIT_SPREAD, layer_input
+from neuron_support.libraries.transformers.demo import photo, LOGIT_SPREAD, layer_input, save_tiny
 from neuron_support.libraries.transformers.vision import mask_class_logits, check_segmentation
 from neuron_support.core import perturb_weights
 
 transformers.logging.set_verbosity_error()
 FOLDER = demo_dir().parent / "architectures" / "maskformer" / "MaskFormerForInstanceSegmentation"
+SCALES = [(1, 1), (10, 5), (10, 7), (10, 10), (20, 20), (30, 30)]   # (queries, cross-attention's projections)
+SEEDS = ["", "@1", "@2", "@3"]   # the builder's folder name, and three more
 
 
-def draw(model, x, queries: float, attention: float, spread: float = 2 * LOGIT_SPREAD):
-    "Scale the queries and the cross-attention's projections, then draw the head sure (as Mask2Former's)."
-    tm = model.model.transformer_module
-    with torch.no_grad():
-        tm.queries_embedder.weight.mul_(queries)
-        for layer in tm.decoder.layers:
-            layer.encoder_attn.k_proj.weight.mul_(attention); layer.encoder_attn.q_proj.weight.mul_(attention)
-        last = [m for m in model.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
-        std = float(model(**x).masks_queries_logits.std())
-        last.weight.mul_(spread / std); last.bias.mul_(spread / std)
-        head = model.class_predictor
-        q = layer_input(model, head, x).reshape(-1, head.in_features).float()
-        target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)
-        target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD
-        solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
-        head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
+def drawn(queries: float, attention: float, x: dict, spread: float = 2 * LOGIT_SPREAD):
+    "`save_tiny`'s `prepare`: the queries and their cross-attention scaled, then the masks spread and each query sure of its label."
+    def prepare(model):
+        decoder = model.model.transformer_module
+        with torch.no_grad():
+            decoder.queries_embedder.weight.mul_(queries)
+            for layer in decoder.decoder.layers:
+                layer.encoder_attn.q_proj.weight.mul_(attention); layer.encoder_attn.k_proj.weight.mul_(attention)
+            last = [m for m in model.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
+            for _ in range(2):
+                std = float(model(**x).masks_queries_logits.std())
+                last.weight.mul_(spread / std); last.bias.mul_(spread / std)
+            head = model.class_predictor
+            q = layer_input(model, head, x).reshape(-1, head.in_features).float()
+            target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)
+            target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD
+            solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
+            head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
+    return prepare
 
 
-def class_map(model, x, dtype):
+def class_map(model, x, dtype, compiled=False):
     m = copy.deepcopy(model).to(dtype)
-    with torch.no_grad(): return mask_class_logits(m(**{k: v.to(dtype) if v.is_floating_point() else v for k, v in x.items()}))
+    call = torch.compile(m, backend="aot_eager") if compiled else m
+    with torch.no_grad(): return mask_class_logits(call(**{k: v.to(dtype) if v.is_floating_point() else v for k, v in x.items()}))
 
 
 def main():
+    torch.set_num_threads(1)
     proc = transformers.AutoImageProcessor.from_pretrained(FOLDER)
-    x = proc(images=photo(), return_tensors="pt")
     config = transformers.AutoConfig.from_pretrained(FOLDER)
-    for seed in (0, 1, 2):
-        for queries, attention in ((1, 1), (10, 10), (10, 30)):
-            torch.manual_seed(seed)
-            model = transformers.MaskFormerForInstanceSegmentation(config).eval()
-            draw(model, x, queries, attention)
-            ref = {"fp32": {"logits": class_map(model, x, torch.float32)}, "bf16": {"logits": class_map(model, x, torch.bfloat16)}}
-            said = [f"intact: {check_segmentation(ref, ref['bf16'], None)['cpu_match'][:40]}"]
-            for how in ("noise", "swap"):
-                damaged = copy.deepcopy(model); perturb_weights(damaged, how)
-                c = check_segmentation(ref, {"logits": class_map(damaged, x, torch.bfloat16)}, None)
-                said.append(f"{how}: {'PASS' if c['ok'] else 'FAIL'} {c['cpu_match'][:50]}")
-            print(f"seed {seed}, queries x{queries}, attention x{attention}: " + " | ".join(said), flush=True)
+    x = proc(images=photo(), return_tensors="pt")
+    cls = transformers.MaskFormerForInstanceSegmentation
+    with tempfile.TemporaryDirectory() as tmp:
+        for queries, attention in SCALES:
+            for seed in SEEDS:
+                dest = Path(tmp) / f"{queries}-{attention}" / f"{FOLDER.name}{seed}"
+                save_tiny(dest, cls, config, proc, prepare=drawn(queries, attention, x))
+                eager = cls.from_pretrained(dest, dtype=torch.float32, attn_implementation="eager").eval()
+                ref = {"fp32": {"logits": class_map(eager, x, torch.float32)}, "bf16": {"logits": class_map(eager, x, torch.bfloat16)}}
+                device = cls.from_pretrained(dest, dtype=torch.bfloat16).eval()
+                said = []
+                for how in ("", "noise", "swap"):
+                    model = copy.deepcopy(device)
+                    if how: perturb_weights(model, how)
+                    c = check_segmentation(ref, {"logits": class_map(model, x, torch.bfloat16, compiled=True)}, None)
+                    said.append(f"{how or 'intact'}: {'PASS' if c['ok'] else 'FAIL'} {c['cpu_match'][:48]}")
+                    torch._dynamo.reset()
+                print(f"queries x{queries}, attention x{attention}, seed {seed or 'builder'}: " + " | ".join(said), flush=True)
 
 
 if __name__ == "__main__": main()

@@ -294,7 +294,7 @@ def kept_stack(notebook, # the notebook the run executes: only the run notebook 
               )->dict: # what to add to the run's environment: the stack offered ($NEURON_SUPPORT_STARTED_STACK), or nothing
     """The stack kept for this process's runs of `library` in environment `env`: the one the last such run had while it lives,
     else a new one (the one before ended). Each run forks from it, so that a sweep's slot imports the stack once."""
-    if not sys.platform.startswith("linux") or not is_run_notebook(notebook) or STARTED_STACK in env: return {}   # as `started_stack`
+    if not stack_wanted(notebook, env): return {}
     key = (library, sorted((k, v) for k, v in env.items() if k != RUN_TAG))
     if KEPT_STACK.get("key") == key and KEPT_STACK["process"].poll() is None: return {STARTED_STACK: KEPT_STACK["name"]}
     if KEPT_STACK: end_stack(KEPT_STACK["process"])
@@ -459,6 +459,15 @@ def is_run_notebook(notebook)->bool:
     try: return Path(notebook).resolve() == run_notebook_path().resolve()
     except UsageError: return False
 
+# %% ../nbs/18_script.ipynb #f9eddb90
+def stack_wanted(notebook, # the notebook the run executes
+                 env, # the environment the run starts in
+                )->bool:
+    """Whether a run of `notebook` in `env` is to be offered a started stack: the run notebook alone reaches run.py, on Linux
+    alone (the stack's socket, tags and death are Linux's), and not where one is offered already (run_model starts its own
+    before it plans)."""
+    return sys.platform.startswith("linux") and is_run_notebook(notebook) and STARTED_STACK not in env
+
 # %% ../nbs/18_script.ipynb #595fb86d
 QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"] # the kernel's own plumbing (its warning about TCP) is not the run's output
 
@@ -471,7 +480,7 @@ def execute_run_notebook(notebook, # the run notebook (template)
     "Execute the run notebook with papermill into `run_dir/run.ipynb`, the stack started beside it: the one way a run's notebook is executed."
     import papermill  # heavy, and only the process that executes a run needs it
     tag = run_tag()   # the caller's (a sweep's, run_model's), else this run's own: the kernel, the started stack and run.py carry it
-    wanted = is_run_notebook(notebook) and STARTED_STACK not in os.environ   # run_model starts its stack before it plans
+    wanted = stack_wanted(notebook, os.environ)
     try:
         with environment(**{RUN_TAG: tag}), (started_stack(parameters["library"]) if wanted else contextlib.nullcontext()):
             papermill.execute_notebook(str(notebook), str(Path(run_dir) / "run.ipynb"), parameters=parameters, cwd=str(run_dir),

@@ -55,6 +55,8 @@ def test_the_table_holds_each_architecture_with_its_result(architecture_table):
     assert ran.run_py.str.contains("PLAN = ").all() and (ran.params < 30_000_000).all()
     assert t.loc[("mamba", "MambaForCausalLM")].settings == "one prefill" and t.loc[("llama", "LlamaForCausalLM")].settings == "card"
     assert t.loc[MAMBA]["head"].startswith("its output echoed its input: its 8 Linear layers drawn at 1/sqrt(fan-in); backbone.norm_f x")   # `echoes`
+    # what `SURE` drew, not the sharp head it then redrew
+    assert t.loc[("owlv2", "Owlv2ForObjectDetection")]["head"].startswith("class_head's box embeddings spread on the photograph"), t.loc[("owlv2", "Owlv2ForObjectDetection")]["head"]
     # `flat_output`: its depth the softplus of nothing at every pixel until its convolutions were drawn live too
     assert t.loc[ZOE]["head"].startswith("its output the same at every pixel: its ") and " convolutions drawn at 1/sqrt(fan-in)" in t.loc[ZOE]["head"]
     assert t.loc[("llama", "LlamaForCausalLM")]["head"].startswith("lm_head x") and t.loc[("bert", "BertForMaskedLM")]["head"].endswith("(cls.predictions.decoder shares the input embeddings)")   # what the builder drew sharp

@@ -348,7 +348,7 @@ def save_tiny(dest:Path, # the repo folder to write
               processor, # the tokenizer or processor saved beside it
               generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
               head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
-              prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure)
+              prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure); what it returns, the head drawn
              )->str: # what was done to its output layer (`sharp_output`), and to its norms (`live_norms`)
     """Random weights from a fixed seed (no weight matrix left at zero, no normalisation's gains near zero), the output
     layer drawn sharp, saved in bf16 with the tokenizer or processor."""
@@ -360,7 +360,7 @@ def save_tiny(dest:Path, # the repo folder to write
         head = f"{output_layer(model)[0]} x{head_scale:g}"
     else: head = sharp_output(model)
     for k, v in (generation or {}).items(): setattr(model.generation_config, k, v)
-    if prepare: prepare(model)
+    if prepare: head = prepare(model) or head   # what it drew instead, where it says
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
     processor.save_pretrained(dest)
@@ -720,7 +720,8 @@ def save_yolos(dest:Path, catalog:Path):
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #ef6e24d1
 def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
                             processor, # its processor (image processor and tokenizer)
-                            queries=DETECTION_QUERIES):
+                            queries=DETECTION_QUERIES,
+                           )->str: # what was drawn, as the architecture table's `head` says it
     """Make a random OWL detector tell the photograph's boxes and queries apart: its box embeddings drawn to differ from
     patch to patch, its logit scale 8 and its shift redrawn on the photograph, so that a few boxes pass the pipeline's
     0.1 with different queries (at random, every box matches one query and none is kept), its boxes' offsets from their
@@ -735,6 +736,7 @@ def sure_zero_shot_detector(model, # an OWL-ViT or OWLv2 detector, in float32
         box = model.box_head.dense2
         # each box its patch's, moved by half a nat: at random they saturate to lines
         box.bias.zero_(); box.weight.mul_(0.5 / float((layer_input(model, box, x) @ box.weight.T).std()))
+    return "class_head's box embeddings spread on the photograph, its logit scale 8 and shift redrawn; box_head.dense2 scaled to half a nat"
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #924e455f
 def save_owlv2(dest:Path, catalog:Path):
@@ -753,7 +755,7 @@ def sure_mask_classifier(model, # a Mask2Former, in float32
                          processor, # its image processor
                          spread:float=2 * LOGIT_SPREAD, # the masks' logits' standard deviation over the photograph
                          shift:float=1.0, # how many of it the masks' logits sit below zero on average (more, and the decoder's masked attention, which masks where a mask is under one half, turns on bf16's rounding)
-                        ):
+                        )->str: # what was drawn, as the architecture table's `head` says it
     """Make a random Mask2Former's queries differ: each query's mask drawn sharp and small on the photograph (its logits
     spread wide, below zero: a pixel's class is mostly the query whose mask reaches it most, its rivals nats below),
     then each query made sure of its own label (the class predictor solved on the photograph, by least squares). At
@@ -774,6 +776,7 @@ def sure_mask_classifier(model, # a Mask2Former, in float32
         target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD
         solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
         head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
+    return f"masks' logits spread to {spread:g} on the photograph, {shift:g} of it below zero; class_predictor solved there: query i sure of label i"
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #5f10203b
 def save_mask2former(dest:Path, catalog:Path):

@@ -40,6 +40,7 @@ DENSE_VISION = { # transformers' tables of the vision tasks whose outputs no run
     "MODEL_FOR_KEYPOINT_DETECTION_MAPPING_NAMES": "a keypoint detector (points and their descriptors)",
     "MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES": "a keypoint matcher (points matched across two images)",
     "MODEL_FOR_MASK_GENERATION_MAPPING_NAMES": "a promptable segmenter (masks for given points or boxes)",
+    "MODEL_FOR_POSE_ESTIMATION_MAPPING_NAMES": "a pose estimator (each person's keypoints, in boxes given with the image)",
     "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES": "an image-to-image model (an image out: super-resolution)"}
 # the zero-shot detectors `run_zero_shot_detection` serves: a score for each (box, text query) pair, or (Grounding DINO's) for each box and token of
 # one prompt of the queries
@@ -52,6 +53,8 @@ DENSE_VISION_CLASSES = {cls: said for table,
 MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
+MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES")
+MODEL_FOR_RETRIEVAL_MAPPING_NAMES = auto_names("MODEL_FOR_RETRIEVAL_MAPPING_NAMES")
 # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto"))
 
@@ -144,6 +147,25 @@ def audio_language(config:dict)->bool:
     "Whether the config is an audio-language model's: an audio and a text sub-config, no vision tower, not an encoder-decoder."
     return "audio_config" in config and "text_config" in config and "vision_config" not in config and not config.get("is_encoder_decoder")
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #c02e6e03
+# declared classes that write speech or sound, by transformers' tables (a waveform, a spectrogram, audio codes); Dia too, which it lists with
+# the speech recognisers but which speaks a script; not an omni model that also answers about an image (the vision-language runner's)
+SPEECH_OUT_CLASSES = frozenset({*MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES.values(), *MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES.values(),
+                                "DiaForConditionalGeneration"} - set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values()))
+# the types of transformers' time-series tables (PatchTST, PatchTSMixer, TimesFM); Informer's, Autoformer's and the Time Series
+# Transformer's are in none, and are known by their configs' context and prediction lengths (`time_series`)
+TIME_SERIES_TYPES = frozenset(t for kind in ("PREDICTION", "CLASSIFICATION", "REGRESSION") for t in auto_names(f"MODEL_FOR_TIME_SERIES_{kind}_MAPPING_NAMES"))
+
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #f1522212
+def time_series(arch:str, model_type:str, config:dict)->bool:
+    "Whether the model is a time-series model's: a type of transformers' time-series tables, a forecasting head (`...ForPrediction`), or a config of a context and a prediction length."
+    return model_type in TIME_SERIES_TYPES or arch.endswith("ForPrediction") or ("context_length" in config and "prediction_length" in config)
+
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #cf36abae
+def contrastive_audio(config:dict)->bool:
+    "Whether the config is an audio-text contrastive model's (CLAP: a clip and texts projected into one space, scored against each other), not a chat's."
+    return "audio_config" in config and "text_config" in config and "projection_dim" in config
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #64ea5809
 OTHER_INPUTS = { # model type -> what its models take that no runner gives, where no table of transformers' and no config field says so
     "evolla": "a protein-language model (protein sequences and structures beside its text)",
@@ -155,6 +177,7 @@ OTHER_INPUTS = { # model type -> what its models take that no runner gives, wher
     "udop": "a document model (the page's words and their boxes beside its image; its processor finds them with Tesseract OCR)",
     "pp_formulanet": "an image-to-text model (a formula read from its image, no prompt)",
     "instructblipvideo": "a video-language model (it takes frames, not one photograph)",
+    "xclip": "a video-text model (a clip's frames scored against text labels, X-CLIP's kind)",
     **dict.fromkeys(("pp_ocrv5_mobile_det", "pp_ocrv5_server_det", "pp_ocrv6_small_det", "pp_ocrv6_medium_det"),
                     "a text detector (a map of where the image has text, which its processor turns into polygons: no boxes and labels)"),
     "pp_doclayout_v4": "a layout detector of quadrilaterals (a centre and four corner offsets per region, not an axis-aligned box)",
@@ -181,6 +204,11 @@ def unserved(arch:str, # architectures[0], or ""
     # its head's task, not its backbone's: never a bare encoder's verdict
     if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
+    if arch in SPEECH_OUT_CLASSES: return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
+    if time_series(arch, model_type, config): return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
+    if arch in MODEL_FOR_RETRIEVAL_MAPPING_NAMES.values() or arch.endswith("ForRetrieval"):
+        return "a visual document retriever (many vectors for each page image and for the query, scored against each other): no runner serves it yet"
+    if contrastive_audio(config): return "a zero-shot audio classifier (a clip scored against text labels, CLAP's kind): no runner serves it yet"
     # BLIP's, ViLT's; BLIP-2's generates from a prompt
     if arch in MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values() and arch not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values():
         return "a visual question-answering model (a question through its own text encoder beside the image, not a language model's prompt): no runner serves it yet"
