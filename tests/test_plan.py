@@ -44,3 +44,30 @@ def test_run_refuses_an_unreadable_header_in_one_line(name, tmp_path):
     assert len(lines) == 1, p.stderr[-3000:]
     assert lines[0].startswith(f"neuron-support: error: model '{folder}' has no loadable weights: ") and why in lines[0], lines[0]
     assert not list(out.rglob("*.parquet")) and not list(out.rglob("result.json")) and not list(out.rglob("run.ipynb"))
+
+
+# The Hub's tasks no runner serves yet (issue 60): each checkpoint's config as transformers writes it, its declared class, and what the
+# one line says it gives. Before, the first two ran as a bare encoder and the third was called an audio chat model.
+UNSERVED = {  # name -> (config class, declared class, what the one line says)
+    "vits": ("VitsConfig", "VitsModel", "is a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text)"),
+    "patchtst": ("PatchTSTConfig", "PatchTSTForPrediction", "is a time-series model (a series of values in; a forecast, a class or a value out)"),
+    "clap": ("ClapConfig", "ClapModel", "is a zero-shot audio classifier (a clip scored against text labels, CLAP's kind)"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSERVED))
+def test_run_names_what_an_unserved_task_gives_in_one_line(name, tmp_path):
+    import transformers
+    from safetensors.torch import save_file
+    import torch
+    config_class, arch, said = UNSERVED[name]
+    folder = tmp_path / name
+    config = getattr(transformers, config_class)()
+    config.architectures = [arch]
+    config.save_pretrained(folder)
+    save_file({"w": torch.zeros(2)}, folder / "model.safetensors")   # readable weights: the plan refuses it for its task, not its files
+    out = tmp_path / "out"
+    p = subprocess.run([str(CLI), "run", str(folder), "--out", str(out), "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 2, p.stdout[-2000:]
+    assert p.stderr.strip().splitlines() == [f"neuron-support: error: model '{folder}' {said}: no runner serves it yet ({arch})"], p.stderr[-3000:]
+    assert not out.exists() or not list(out.rglob("run.ipynb"))

@@ -229,13 +229,33 @@ def noise_features(config, # a speech model's config
     return {"input_features": features, "decoder_input_ids": ids}
 
 
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #81207ba0
+AUDIO_NOISE_SAMPLES = 16_000 # a second at 16 kHz: the noise a raw-sample speech model is measured on
+
+def noise_audio(model, # a speech model (its config and its main input's name)
+               )->dict: # {its main input: a batch of one}, empty where it takes neither kind
+    """Normal noise as a speech model's input, shaped as its feature extractor's output is: a second of raw samples
+    (`input_values`: Wav2Vec2's kin), AST's spectrogram (`input_values` of `max_length` frames of `num_mel_bins`),
+    Wav2Vec2-BERT's frames of its projection's input, or Whisper's encoder's log-mel bins at twice its positions."""
+    c, name, g = model.config, model.main_input_name, torch.Generator().manual_seed(0)
+    size = lambda key: getattr(c, key, None) if isinstance(getattr(c, key, None), int) else None
+    if name == "input_values" and size("num_mel_bins") and size("max_length"):
+        return {"input_values": torch.randn(1, size("max_length"), size("num_mel_bins"), generator=g)}
+    if name == "input_values": return {"input_values": torch.randn(1, AUDIO_NOISE_SAMPLES, generator=g)}
+    if name == "input_features" and size("feature_projection_input_dim"):
+        return {"input_features": torch.randn(1, 100, size("feature_projection_input_dim"), generator=g)}
+    if name == "input_features" and size("num_mel_bins") and size("max_source_positions"):
+        return {"input_features": torch.randn(1, size("num_mel_bins"), 2 * size("max_source_positions"), generator=g)}
+    return {}
+
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b8b46d60
 def probe_inputs(model)->list: # dicts of inputs, the empty ones dropped
     """What a random model is measured on: its own dummy inputs (a few token ids: a text model's), an image of noise at
-    its size (a vision model's), log-mel noise with a decoder prompt (Whisper's)."""
+    its size (a vision model's), log-mel noise with a decoder prompt (Whisper's), noise as a speech encoder's input
+    (`noise_audio`: an audio classifier's, a CTC model's)."""
     ids = model.dummy_inputs.get("input_ids")
     image = noise_image(model.config, NOISE_SIZE if model.main_input_name == "pixel_values" else None)
-    return [x for x in (model.dummy_inputs, image, noise_features(model.config, ids)) if x]
+    return [x for x in (model.dummy_inputs, image, noise_features(model.config, ids), noise_audio(model)) if x]
 
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b842caed

@@ -154,16 +154,19 @@ SPEECH_OUT_CLASSES = frozenset({*MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES.values
                                 "DiaForConditionalGeneration"} - set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values()))
 # the types of transformers' time-series tables (PatchTST, PatchTSMixer, TimesFM); Informer's, Autoformer's and the Time Series
 # Transformer's are in none, and are known by their configs' context and prediction lengths (`time_series`)
-TIME_SERIES_TYPES = frozenset(t for kind in ("PREDICTION", "CLASSIFICATION", "REGRESSION") for t in auto_names(f"MODEL_FOR_TIME_SERIES_{kind}_MAPPING_NAMES"))
+TIME_SERIES_TYPES = frozenset(t for kind in ("PREDICTION", "CLASSIFICATION", "REGRESSION")
+                              for t in auto_names(f"MODEL_FOR_TIME_SERIES_{kind}_MAPPING_NAMES"))
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #f1522212
 def time_series(arch:str, model_type:str, config:dict)->bool:
-    "Whether the model is a time-series model's: a type of transformers' time-series tables, a forecasting head (`...ForPrediction`), or a config of a context and a prediction length."
+    """Whether the model is a time-series model's: a type of transformers' time-series tables, a forecasting head
+    (`...ForPrediction`), or a config of a context and a prediction length."""
     return model_type in TIME_SERIES_TYPES or arch.endswith("ForPrediction") or ("context_length" in config and "prediction_length" in config)
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #cf36abae
 def contrastive_audio(config:dict)->bool:
-    "Whether the config is an audio-text contrastive model's (CLAP: a clip and texts projected into one space, scored against each other), not a chat's."
+    """Whether the config is an audio-text contrastive model's (CLAP: a clip and texts projected into one space, scored
+    against each other), not a chat's."""
     return "audio_config" in config and "text_config" in config and "projection_dim" in config
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #64ea5809
@@ -204,8 +207,10 @@ def unserved(arch:str, # architectures[0], or ""
     # its head's task, not its backbone's: never a bare encoder's verdict
     if arch in DENSE_VISION_CLASSES: return f"{DENSE_VISION_CLASSES[arch]}: no runner serves it yet"
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
-    if arch in SPEECH_OUT_CLASSES: return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
-    if time_series(arch, model_type, config): return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
+    if arch in SPEECH_OUT_CLASSES:
+        return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
+    if time_series(arch, model_type, config):
+        return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
     if arch in MODEL_FOR_RETRIEVAL_MAPPING_NAMES.values() or arch.endswith("ForRetrieval"):
         return "a visual document retriever (many vectors for each page image and for the query, scored against each other): no runner serves it yet"
     if contrastive_audio(config): return "a zero-shot audio classifier (a clip scored against text labels, CLAP's kind): no runner serves it yet"

@@ -429,14 +429,16 @@ def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, deco
 HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11])
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e73bd0f0
-def head_kwargs(cls_name:str)->dict:
-    "Labels for a classification head: the demo's NER labels, two sentiments, eight ImageNet, COCO or ADE20K labels, or five audio labels."
+def head_kwargs(cls_name:str, # the class built
+                group:str="", # its runner's group: an audio classifier's class is named ForSequenceClassification too
+               )->dict:
+    "Labels for a classification head: the demo's NER labels, five audio labels, two sentiments, eight ImageNet, COCO or ADE20K labels."
     if cls_name.endswith("ForTokenClassification"): return labels(NER_LABELS)
+    if group == "run_audio_classifier" or cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
     if cls_name.endswith("ForSequenceClassification"): return labels(["NEGATIVE", "POSITIVE"])
     if cls_name.endswith("ForImageClassification"): return labels(IMAGENET_LABELS)
     if cls_name.endswith("ForObjectDetection"): return labels(COCO_LABELS)
     if cls_name.endswith("ForSemanticSegmentation"): return labels(ADE_LABELS)
-    if cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
     return {}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #0680daec
@@ -867,7 +869,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "23" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "24" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
@@ -905,7 +907,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
     try:
         proc, ids = reader(group, model_type, cls_name, dest, scale)
         config = (caption_config(ids, scale) if group == "run_image_to_text" else
-                  tiny_config(model_type, cls_name, ids, head_kwargs(cls_name), decoder=group == "run_dense", scale=scale, vision=group == "run_multimodal"))
+                  tiny_config(model_type, cls_name, ids, head_kwargs(cls_name, group), decoder=group == "run_dense", scale=scale,
+                              vision=group == "run_multimodal"))
         config.update(hook)   # the test hook: a tiny config made inconsistent on purpose
         # a tower's image size its family's processor does not have at its defaults (Mllama's 448, not 224; OWLv2's 768, not 960)
         if group in IMAGE_GROUPS or group == "run_zero_shot_detection":
