@@ -15,7 +15,7 @@ flipped (`perturb_weights`), each against the references by `check_segmentation`
 import copy, sys, tempfile, torch, transformers
 from pathlib import Path
 from neuron_support.demo import demo_dir
-from neuron_support.libraries.transformers.demo import photo, LOGIT_SPREAD, layer_input, save_tiny
+from neuron_support.libraries.transformers.demo import photo, save_tiny, sure_mask_classifier
 from neuron_support.libraries.transformers.vision import mask_class_logits, check_segmentation
 from neuron_support.core import perturb_weights
 
@@ -25,24 +25,15 @@ SCALES = [(1, 1), (10, 5), (10, 7), (10, 10), (20, 20), (30, 30)]   # (queries, 
 SEEDS = ["", "@1", "@2", "@3"]   # the builder's folder name, and three more
 
 
-def drawn(queries: float, attention: float, x: dict, spread: float = 2 * LOGIT_SPREAD):
-    "`save_tiny`'s `prepare`: the queries and their cross-attention scaled, then the masks spread and each query sure of its label."
+def drawn(queries: float, attention: float, proc):
+    "`save_tiny`'s `prepare`: the queries and their cross-attention scaled, then the head drawn sure as Mask2Former's is, less its shift."
     def prepare(model):
         decoder = model.model.transformer_module
         with torch.no_grad():
             decoder.queries_embedder.weight.mul_(queries)
             for layer in decoder.decoder.layers:
-                layer.encoder_attn.q_proj.weight.mul_(attention); layer.encoder_attn.k_proj.weight.mul_(attention)
-            last = [m for m in model.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
-            for _ in range(2):
-                std = float(model(**x).masks_queries_logits.std())
-                last.weight.mul_(spread / std); last.bias.mul_(spread / std)
-            head = model.class_predictor
-            q = layer_input(model, head, x).reshape(-1, head.in_features).float()
-            target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)
-            target[torch.arange(len(q)), torch.arange(len(q)) % (head.out_features - 1)] = LOGIT_SPREAD
-            solved = torch.linalg.lstsq(torch.cat([q, torch.ones(len(q), 1)], 1), target).solution
-            head.weight.copy_(solved[:-1].T); head.bias.copy_(solved[-1])
+                layer.encoder_attn.k_proj.weight.mul_(attention); layer.encoder_attn.q_proj.weight.mul_(attention)
+        return sure_mask_classifier(model, proc, shift=0)
     return prepare
 
 
@@ -62,7 +53,7 @@ def main():
         for queries, attention in SCALES:
             for seed in SEEDS:
                 dest = Path(tmp) / f"{queries}-{attention}" / f"{FOLDER.name}{seed}"
-                save_tiny(dest, cls, config, proc, prepare=drawn(queries, attention, x))
+                save_tiny(dest, cls, config, proc, prepare=drawn(queries, attention, proc))
                 eager = cls.from_pretrained(dest, dtype=torch.float32, attn_implementation="eager").eval()
                 ref = {"fp32": {"logits": class_map(eager, x, torch.float32)}, "bf16": {"logits": class_map(eager, x, torch.bfloat16)}}
                 device = cls.from_pretrained(dest, dtype=torch.bfloat16).eval()

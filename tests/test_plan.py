@@ -1,5 +1,6 @@
-"""The plan of a local checkpoint whose safetensors header cannot be read (issue 26): `neuron-support run` refuses it at the
-plan, in one line on stderr, before any model runs, and writes no row.
+"""The plan of a local checkpoint whose safetensors header cannot be read (issue 26), or whose declared class is of a task no
+runner serves yet (issue 60): `neuron-support run` refuses it at the plan, in one line on stderr, before any model runs,
+and writes no row.
 
 The checkpoints are a tiny Llama's config.json beside a hand-written bad model.safetensors; the command is the real one,
 in a child process.
@@ -8,6 +9,9 @@ import json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
+import torch
+import transformers
+from safetensors.torch import save_file
 from transformers import LlamaConfig
 
 CLI = Path(sys.executable).parent / "neuron-support"
@@ -57,9 +61,6 @@ UNSERVED = {  # name -> (config class, declared class, what the one line says)
 
 @pytest.mark.parametrize("name", list(UNSERVED))
 def test_run_names_what_an_unserved_task_gives_in_one_line(name, tmp_path):
-    import transformers
-    from safetensors.torch import save_file
-    import torch
     config_class, arch, said = UNSERVED[name]
     folder = tmp_path / name
     config = getattr(transformers, config_class)()

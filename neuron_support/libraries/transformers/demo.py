@@ -218,16 +218,20 @@ def noise_image(config, # a vision model's config
 
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #67465e60
+def log_mel_noise(config, # a speech model's config
+                 )->torch.Tensor|None: # [1, bins, frames], or None where the config names no log-mel frames
+    "Log-mel features of normal noise at the bins and frames a Whisper config names (`num_mel_bins`, twice `max_source_positions`)."
+    bins, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
+    if not (isinstance(bins, int) and isinstance(positions, int)): return None
+    return torch.randn(1, bins, 2 * positions, generator=torch.Generator().manual_seed(0))
+
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #6955716a
 def noise_features(config, # a speech model's config
                    ids:torch.Tensor|None, # the decoder's prompt (its dummy input ids), or None
                   )->dict: # {"input_features", "decoder_input_ids"}, empty where the config names no log-mel frames
-    """Log-mel features of normal noise at the bins and frames a Whisper config names (`num_mel_bins`, twice
-    `max_source_positions`), with a prompt for its decoder."""
-    bins, positions = getattr(config, "num_mel_bins", None), getattr(config, "max_source_positions", None)
-    if not (isinstance(bins, int) and isinstance(positions, int)) or ids is None: return {}
-    features = torch.randn(1, bins, 2 * positions, generator=torch.Generator().manual_seed(0))
-    return {"input_features": features, "decoder_input_ids": ids}
-
+    "`log_mel_noise`, with a prompt for its decoder."
+    features = log_mel_noise(config)
+    return {} if features is None or ids is None else {"input_features": features, "decoder_input_ids": ids}
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #81207ba0
 AUDIO_NOISE_SAMPLES = 16_000 # a second at 16 kHz: the noise a raw-sample speech model is measured on
@@ -238,14 +242,13 @@ def noise_audio(model, # a speech model (its config and its main input's name)
     (`input_values`: Wav2Vec2's kin), AST's spectrogram (`input_values` of `max_length` frames of `num_mel_bins`),
     Wav2Vec2-BERT's frames of its projection's input, or Whisper's encoder's log-mel bins at twice its positions."""
     c, name, g = model.config, model.main_input_name, torch.Generator().manual_seed(0)
-    size = lambda key: getattr(c, key, None) if isinstance(getattr(c, key, None), int) else None
+    size = lambda key: v if isinstance(v := getattr(c, key, None), int) else None
     if name == "input_values" and size("num_mel_bins") and size("max_length"):
         return {"input_values": torch.randn(1, size("max_length"), size("num_mel_bins"), generator=g)}
     if name == "input_values": return {"input_values": torch.randn(1, AUDIO_NOISE_SAMPLES, generator=g)}
     if name == "input_features" and size("feature_projection_input_dim"):
         return {"input_features": torch.randn(1, 100, size("feature_projection_input_dim"), generator=g)}
-    if name == "input_features" and size("num_mel_bins") and size("max_source_positions"):
-        return {"input_features": torch.randn(1, size("num_mel_bins"), 2 * size("max_source_positions"), generator=g)}
+    if name == "input_features" and (mel := log_mel_noise(c)) is not None: return {"input_features": mel}   # Whisper's encoder
     return {}
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #b8b46d60
@@ -771,7 +774,7 @@ def save_owlv2(dest:Path, catalog:Path):
     save_tiny(dest, transformers.Owlv2ForObjectDetection, config, proc, prepare=lambda m: sure_zero_shot_detector(m, proc))
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #ddeb1d4a
-def sure_mask_classifier(model, # a Mask2Former, in float32
+def sure_mask_classifier(model, # a Mask2Former (or a MaskFormer), in float32
                          processor, # its image processor
                          spread:float=2 * LOGIT_SPREAD, # the masks' logits' standard deviation over the photograph
                          shift:float=1.0, # how many of it the masks' logits sit below zero on average (more, and the decoder's masked attention, which masks where a mask is under one half, turns on bf16's rounding)
@@ -781,14 +784,16 @@ def sure_mask_classifier(model, # a Mask2Former, in float32
     then each query made sure of its own label (the class predictor solved on the photograph, by least squares). At
     random every query is every label a little, every pixel a near-tie, where the check could not tell a wrong map."""
     x = processor(images=photo(), return_tensors="pt")
-    last = [m for m in model.model.transformer_module.decoder.mask_predictor.mask_embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
+    # MaskFormer's mask embedder, else Mask2Former's
+    embedder = model.mask_embedder if hasattr(model, "mask_embedder") else model.model.transformer_module.decoder.mask_predictor.mask_embedder
+    last = [m for m in embedder.modules() if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         for _ in range(2):   # the masks steer the decoder's attention: scaled twice, to settle
             std = float(model(**x).masks_queries_logits.std())
             if std > 0 and math.isfinite(std): last.weight.mul_(spread / std); last.bias.mul_(spread / std)
-        # the pixel embeddings' mean: a mask's logits move with it
-        pixels = model.model.pixel_level_module(x["pixel_values"]).decoder_last_hidden_state[0].mean((1, 2))
-        last.bias.sub_(shift * spread * pixels / pixels.pow(2).sum())
+        if shift:   # the pixel embeddings' mean: a mask's logits move with it
+            pixels = model.model.pixel_level_module(x["pixel_values"]).decoder_last_hidden_state[0].mean((1, 2))
+            last.bias.sub_(shift * spread * pixels / pixels.pow(2).sum())
         head = model.class_predictor
         q = layer_input(model, head, x).reshape(-1, head.in_features).float()   # the queries, as the last decoder layer leaves them
         target = torch.full((len(q), head.out_features), -LOGIT_SPREAD)

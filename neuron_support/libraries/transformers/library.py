@@ -54,7 +54,6 @@ MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_TABLE_Q
 MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES = auto_names("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES")
 MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES = auto_names("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES")
-MODEL_FOR_RETRIEVAL_MAPPING_NAMES = auto_names("MODEL_FOR_RETRIEVAL_MAPPING_NAMES")
 # its 130 types and the 99 image_processing_auto adds (Emu3, T5Gemma 2, UDOP...)
 IMAGE_PROCESSOR_MAPPING_NAMES = auto_names("IMAGE_PROCESSOR_MAPPING_NAMES", ("auto_mappings", "image_processing_auto"))
 
@@ -211,7 +210,7 @@ def unserved(arch:str, # architectures[0], or ""
         return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
     if time_series(arch, model_type, config):
         return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
-    if arch in MODEL_FOR_RETRIEVAL_MAPPING_NAMES.values() or arch.endswith("ForRetrieval"):
+    if arch.endswith("ForRetrieval"):   # transformers' retrieval table lists ColPali and ColModernVBert, not ColQwen2: each is named so
         return "a visual document retriever (many vectors for each page image and for the query, scored against each other): no runner serves it yet"
     if contrastive_audio(config): return "a zero-shot audio classifier (a clip scored against text labels, CLAP's kind): no runner serves it yet"
     # BLIP's, ViLT's; BLIP-2's generates from a prompt
