@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['bf16_weight_bytes', 'pickle_weight_bytes', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'file_sizes',
            'local_checkpoint', 'checkpoint_weight_bytes', 'model_source', 'checkpoint_name', 'outside_checkpoint',
-           'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan', 'plan_cores', 'plan_record']
+           'hub_header', 'header_counts', 'read_text', 'declared_fault', 'read_config', 'Plan', 'plan_cores',
+           'plan_record']
 
 # %% ../nbs/04_plan.ipynb #e8e676af
 import functools, hashlib, json
@@ -261,6 +262,19 @@ def read_text(ck:Checkpoint, name:str)->str|None:
         raise UsageError(f"malformed {name} in {ck.model_id!r}: it nests {depth:,} levels deep, deeper than the {JSON_DEPTH} read")
     return text
 
+# %% ../nbs/04_plan.ipynb #fb44dc35
+def declared_fault(config:dict, # a parsed config (any library's: only transformers' two fields are looked at)
+                  )->str: # what is wrong, or ""
+    """What is wrong with the two fields a plan reads to choose its runner: `architectures`, a list of class names, and
+    `model_type`, a name. Either may be absent or null; any other value is a stranger's, and read as one it would mislead
+    (a string's first letter taken for a class) or crash the plan."""
+    archs, mt = config.get("architectures"), config.get("model_type")
+    shown = lambda v: one_line(json.dumps(v)[:200])[:80]
+    if archs is not None and not (isinstance(archs, list) and all(isinstance(a, str) for a in archs)):
+        return f"its architectures is {shown(archs)}, not a list of class names"
+    if mt is not None and not isinstance(mt, str): return f"its model_type is {shown(mt)}, not a name"
+    return ""
+
 # %% ../nbs/04_plan.ipynb #3356fa65
 def read_config(ck:Checkpoint, name:str="config.json", # the config's file: a diffusers pipeline's is model_index.json
                )->dict:
@@ -270,6 +284,7 @@ def read_config(ck:Checkpoint, name:str="config.json", # the config's file: a di
     try: config = untrusted_json(text, name)
     except UntrustedJSON as e: raise UsageError(f"malformed {name} in {ck.model_id!r}: {e}") from None
     if not isinstance(config, dict): raise UsageError(f"malformed {name} in {ck.model_id!r}: not a JSON object")
+    if why := declared_fault(config): raise UsageError(f"malformed {name} in {ck.model_id!r}: {why}")
     return config
 
 # %% ../nbs/04_plan.ipynb #c9f5d8c7

@@ -13,7 +13,7 @@ from huggingface_hub.errors import HfHubHTTPError, GatedRepoError
 from huggingface_hub.hf_api import ModelInfo
 from .checkpoint_files import SafetensorsError
 from .facts import MAX_CORES
-from .plan import pickle_files
+from .plan import pickle_files, declared_fault
 
 # %% ../nbs/06_rules.ipynb #a7c1e0f2
 def runtime_statements(body:list)->list:
@@ -78,6 +78,7 @@ def source_table(package:str, # the package whose modules build the table, e.g. 
 def missing_config(info:ModelInfo)->str|None: # the reason, or None
     "Why the repo cannot even be planned: no config.json, or one that does not parse."
     if not isinstance(info.config, dict): return "no config.json, or one that does not parse as a JSON object"
+    if why := declared_fault(info.config): return f"a malformed config.json: {why}"
 
 # %% ../nbs/06_rules.ipynb #5a1b9461
 def quantization(config:dict, path:str="")->str|None: # the reason, or None

@@ -72,3 +72,28 @@ def test_run_names_what_an_unserved_task_gives_in_one_line(name, tmp_path):
     assert p.returncode == 2, p.stdout[-2000:]
     assert p.stderr.strip().splitlines() == [f"neuron-support: error: model '{folder}' {said}: no runner serves it yet ({arch})"], p.stderr[-3000:]
     assert not out.exists() or not list(out.rglob("run.ipynb"))
+
+
+# A config whose runner-choosing fields are not what transformers writes (issue 57's hostile inputs): before, a string was read as
+# its first letter ("V", an encoder, exit 0), a number crashed the plan with an AttributeError's traceback, a nested list with a TypeError's.
+BAD_DECLARED = {  # name -> (config.json's fields, what the one line says)
+    "a-string": ({"architectures": "VitsModel"}, 'its architectures is "VitsModel", not a list of class names'),
+    "a-number": ({"architectures": [123]}, "its architectures is [123], not a list of class names"),
+    "nested": ({"architectures": [["VitsModel"]]}, 'its architectures is [["VitsModel"]], not a list of class names'),
+    "model-type": ({"model_type": ["llama"]}, 'its model_type is ["llama"], not a name'),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_DECLARED))
+def test_run_refuses_a_config_that_declares_no_class_names_in_one_line(name, tmp_path):
+    fields, said = BAD_DECLARED[name]
+    folder = tmp_path / name
+    config = LlamaConfig(vocab_size=128, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)
+    config.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps({**json.loads((folder / "config.json").read_text()), **fields}))
+    save_file({"w": torch.zeros(2)}, folder / "model.safetensors")
+    out = tmp_path / "out"
+    p = subprocess.run([str(CLI), "run", str(folder), "--out", str(out), "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 2, p.stdout[-2000:]
+    assert p.stderr.strip().splitlines() == [f"neuron-support: error: malformed config.json in '{folder}': {said}"], p.stderr[-3000:]
+    assert not out.exists() or not list(out.rglob("run.ipynb"))
