@@ -170,6 +170,7 @@ def parse_outcome(lines:list)->dict|None:
 STARTED_STACK = "NEURON_SUPPORT_STARTED_STACK" # the environment variable that offers a run's notebook a started stack: the name of its socket
 STACK_READY = b"r" # the byte a started stack sends once it has imported the stack
 STACK_READY_TIMEOUT = 300 # seconds the notebook waits for a started stack's imports before it starts `python3 run.py` itself
+STACK_REQUEST_TIMEOUT = 5 # seconds a started stack waits for a client's request once it said it is ready: a client that says nothing is dropped
 TAG_ROOM = 4096 # bytes a started stack keeps in its environment for the tag of each run it forks (a sweep's tag is the run's folder: PATH_MAX)
 
 STACK_SERVER = r"""import ctypes, json, os, socket, struct, sys
@@ -184,11 +185,13 @@ for name in modules: __import__(name)   # the run's library, and what its runs i
 while True:   # one run at a time, each in a child forked from this interpreter, which runs nothing itself
     conn = server.accept()[0]
     try:
+        conn.settimeout(%d)   # one client at a time: a silent one (this user's, any process) would hold up every run behind it
         if struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1] != os.getuid(): raise PermissionError("another user's")
         conn.sendall(%r)
         message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
         request = json.loads(message); tag = request["tag"].encode()
         if len(fds) != 1 or len(tag) > %d: raise ValueError("not a run's request")
+        conn.settimeout(None)   # the run's exit code is sent when it ends, however long it takes
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         conn.close(); continue
     sys.stdout.flush(); sys.stderr.flush()
@@ -210,7 +213,7 @@ os.environ[%r] = str(request["handed_by"])   # its kills spare the kernel that w
 os.chdir(request["cwd"]); sys.argv, sys.path[0] = ["run.py", *request["args"]], os.getcwd()
 import runpy; runpy.run_path(os.path.abspath("run.py"), run_name="__main__")
 sys.exit()
-""" % (RUN_TAG, TAG_ROOM, RUN_TAG, STACK_READY, TAG_ROOM, TAG_ROOM, TAG_ROOM, RUN_TAG, HANDED_BY)
+""" % (RUN_TAG, TAG_ROOM, RUN_TAG, STACK_REQUEST_TIMEOUT, STACK_READY, TAG_ROOM, TAG_ROOM, TAG_ROOM, RUN_TAG, HANDED_BY)
 # the started stack's program: `python -c STACK_SERVER SOCKET_FD [MODULE...]`
 
 # %% ../nbs/18_script.ipynb #4262c964
