@@ -197,7 +197,7 @@ def once_per_session(tmp_path_factory, name: str, cmd: list, timeout: float, env
 # of those two libraries' lists) and what the app's first view needs (tests/test_app.py: a table and a selection for each
 # library; tests/test_sweep.py: a run and each exclusion of transformers'). `--only` filters every library's list, so it names
 # the two lists whole and, of transformers' long list, a tiny run and four exclusions (all-MiniLM-L6-v2 is on transformers' list
-# too: it gets a row in both tables), and its two vision-language models in the Hub's layout (Qwen2.5-VL, SmolVLM). 2 slots, 15 minutes a run.
+# too: it gets a row in both tables), its two vision-language models in the Hub's layout (Qwen2.5-VL, SmolVLM), its vision and audio models and its forecaster (PatchTST). 2 slots, 15 minutes a run.
 DEMO_SWEEP_ONLY = {
     "transformers": ["neuron-support-demo/tiny-llama", "neuron-support-demo/tiny-no-weights", "neuron-support-demo/giant-405b",
                      "neuron-support-demo/tiny-llama-gptq", "neuron-support-demo/tiny-custom-code",
@@ -205,7 +205,8 @@ DEMO_SWEEP_ONLY = {
                      "neuron-support-demo/tiny-vit", "neuron-support-demo/tiny-dinov2", "neuron-support-demo/tiny-clip", "neuron-support-demo/tiny-dpt-depth",
                      "neuron-support-demo/tiny-segformer-ade", "neuron-support-demo/tiny-yolos", "neuron-support-demo/tiny-vit-gpt2",
                      "neuron-support-demo/tiny-owlv2", "neuron-support-demo/tiny-mask2former-ade",
-                     "neuron-support-demo/tiny-whisper", "neuron-support-demo/tiny-wav2vec2-ctc", "neuron-support-demo/tiny-ast"],
+                     "neuron-support-demo/tiny-whisper", "neuron-support-demo/tiny-wav2vec2-ctc", "neuron-support-demo/tiny-ast",
+                     "neuron-support-demo/tiny-patchtst"],
     "sentence-transformers": ["sentence-transformers/all-MiniLM-L6-v2", "neuron-support-demo/tiny-st-dense", "neuron-support-demo/tiny-st-cls",
                               "neuron-support-demo/tiny-cross-encoder", "neuron-support-demo/tiny-st-custom-pooling"],
     "diffusers": ["neuron-support-demo/tiny-sd", "neuron-support-demo/tiny-sd3", "neuron-support-demo/tiny-sd-vae-attention",

@@ -869,6 +869,22 @@ def test_a_speech_models_page_shows_both_transcripts_and_plays_its_clip(browser,
     pg.context.close()
 
 
+def test_a_forecasters_page_shows_its_forecasts_over_the_series(browser, demo_sweep, demo_sweep_url):
+    "The tiny PatchTST of the session's sweep (issue 60): its page says how far the device's forecast is from the CPU's, and shows both drawn after the series."
+    model = f"{DEMO}/tiny-patchtst"
+    pg = folder_page(browser, demo_sweep_url + "model?" + urllib.parse.urlencode({"id": model}))
+    pg.locator("#model-header").get_by_text(model, exact=True).wait_for(timeout=30_000)
+    assert re.fullmatch(r"forecast on cpu: [0-9.]+ from CPU fp32's \(CPU bf16 [0-9.]+\), in units of the series' spread; 16 steps of 3 series",
+                        pg.locator("#notes").inner_text()), pg.locator("#notes").inner_text()
+    folder = f"/files/runs/{df_pair(demo_sweep, model)}/{model.replace('/', '--')}"
+    assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"{folder}/forecast.png"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the series it read, then its forecasts: cpu (aot_eager), thin, over the CPU's fp32, wide"]
+    assert natural_widths(pg, "#pictures img") == [640]   # fetched and decoded: the picture itself
+    clean(pg)
+    assert pg.outside == []
+    pg.context.close()
+
+
 def df_pair(folder, model:str)->str:
     "The pair of a model's newest row in a dataset folder."
     from neuron_support.app import load_tables

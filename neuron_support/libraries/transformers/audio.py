@@ -12,7 +12,7 @@ import transformers
 from .load import LOAD_HOOKS, load_model, model_inputs
 from ...core import compile_run, compiled, compiled_graphs, timed, reference_key, forward_twice, as_dtype
 from ...checks import (cpu_references, compare_predictions, gap_text, fingerprint, reference_file, load_reference, save_reference, quoted)
-from .checks import check_encoder, compare_generation, with_attention, cpu_check, along_tokens
+from .checks import check_encoder, compare_generation, with_attention, cpu_check, along_tokens, forward_reference
 
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #d41d1ff9
 # the card's sentence, spoken by eSpeak NG and resampled by SoX: 16 kHz mono 16-bit WAV, zlib, base64
@@ -151,17 +151,6 @@ def run_audio_classifier(plan:dict, path:str, device:str, state:dict)->dict:
     return forward_twice(load_model(getattr(transformers, plan["head_class"]), path, plan, device),
                          audio_inputs(fe, plan), plan, state, device, first_logits)
 
-# %% ../../../nbs/libraries/transformers/08_audio.ipynb #8508bc7f
-def forward_reference(plan:dict, path:str, inputs:dict, cache_dir)->dict: # fp32, bf16 (float32 logits), cached
-    "The CPU's eager forward pass of the run's features in fp32 and in bf16, read from the reference cache when it is there."
-    def call(dtype, attention):
-        model = getattr(transformers, plan["head_class"]).from_pretrained(path, dtype=dtype, attn_implementation=attention, trust_remote_code=False).eval()
-        with torch.inference_mode(): return model(**as_dtype(inputs, dtype)).logits[0].float()
-    key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"],
-           "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"]}
-    ref, attention = with_attention(lambda a: cpu_references({**key, "attention": a}, cache_dir, "audio", lambda dtype: call(dtype, a)))
-    return {**ref, "attention": attention}
-
 # %% ../../../nbs/libraries/transformers/08_audio.ipynb #bdbae5d4
 def check_ctc(ref:dict, dev:torch.Tensor, tok, device:str="device")->dict: # ok, cpu_match, prediction
     "A CTC transcript: each frame by the encoders' rule; a text other than the CPU's (fp32's or bf16's) only where frames are near-ties."
@@ -183,7 +172,7 @@ INPUT_AUDIO, WAVEFORM_PICTURE = "input.wav", "waveform.png" # beside run.py: the
 
 def check_audio_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a CTC or audio-classification run, against the CPU's fp32 and bf16 passes."
-    ref = forward_reference(plan, path, out["inputs"], cache_dir)   # what raises is the core's to read (`guarded_check`)
+    ref = forward_reference(plan, path, out["inputs"], cache_dir, first_logits, "audio")   # what raises is the core's to read (`guarded_check`)
     if plan["runner"] == "run_ctc": c = check_ctc(ref, out["output"], transformers.AutoProcessor.from_pretrained(path, trust_remote_code=False).tokenizer, plan["device"])
     else: c = check_encoder("sequence-classification", ref["fp32"], ref["bf16"], out["output"],
                             id2label=transformers.AutoConfig.from_pretrained(path, trust_remote_code=False).id2label)

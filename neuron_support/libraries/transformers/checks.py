@@ -12,10 +12,10 @@ import torch
 import transformers
 from ...facts import JUDGE_MODEL
 from .facts import TASK_KINDS, ENCODER_HEADS, encoder_task_kind
-from ...core import memory_error, as_dtype, say
+from ...core import memory_error, as_dtype, say, reference_key
 from ...processes import first_line
 from ...checks import (near_tie, gap_text, bf16_drift, fingerprint, reference_file, save_reference,
-                                   load_reference, quoted, COSINE_MIN, compare_predictions, label_name,
+                                   load_reference, quoted, COSINE_MIN, compare_predictions, label_name, cpu_references,
                                    check_hidden_states, labels_moved, moved_text, SCORE_MAX_DISTANCE, BF16_DRIFT_FACTOR)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #1a13a974
@@ -36,6 +36,21 @@ def cpu_check(attention:str="eager", # the attention the reference ran with (`wi
              )->str: # the row's `check`
     "The `check` of a run compared with the CPU: `cpu`, and the attention its reference took where eager's did not fit."
     return "cpu" if attention == "eager" else f"cpu ({attention} attention: eager's did not fit run.py's memory limit)"
+
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #c35fef48
+def forward_reference(plan:dict, path:str, inputs:dict, cache_dir, # the run's plan, checkpoint, float32 inputs and reference cache
+                      output, # output(the model's output) -> what the check compares, float32 on the CPU (a tensor or a dict of them)
+                      kind:str, # the cache file's kind ("audio", "forecast")
+                     )->dict: # fp32, bf16, cached, and the attention they ran with
+    """The CPU's eager forward pass of a run's inputs, by the plan's class, in fp32 and in bf16, read from the reference
+    cache when it is there: the reference of a runner that makes one call of its model (an audio model's, a forecaster's)."""
+    def call(dtype, attention):
+        model = getattr(transformers, plan["head_class"]).from_pretrained(path, dtype=dtype, attn_implementation=attention, trust_remote_code=False).eval()
+        with torch.inference_mode(): return output(model(**as_dtype(inputs, dtype)))
+    key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"],
+           "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"]}
+    ref, attention = with_attention(lambda a: cpu_references({**key, "attention": a}, cache_dir, kind, lambda dtype: call(dtype, a)))
+    return {**ref, "attention": attention}
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #24ab29e8
 class AlongTokens(transformers.LogitsProcessor):

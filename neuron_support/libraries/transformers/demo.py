@@ -906,6 +906,17 @@ def save_ast(dest:Path, catalog:Path):
     model.to(torch.bfloat16).save_pretrained(dest)
     transformers.ASTFeatureExtractor().save_pretrained(dest)
 
+# %% ../../../nbs/libraries/transformers/10_demo.ipynb #9f27bda9
+FORECAST_INIT_STD = 0.2 # a tiny forecaster's weights' spread: transformers' 0.02 gives a flat forecast, which no damage moves past bf16's error
+
+def save_patchtst(dest:Path, catalog:Path):
+    "A tiny PatchTST point forecaster (loss mse, layer norm) of three series, 64 points in, 16 out, in the Hub's layout of IBM's PatchTST."
+    config = transformers.PatchTSTConfig(num_input_channels=3, context_length=64, patch_length=8, patch_stride=8, prediction_length=16, d_model=32,
+                                         num_attention_heads=2, num_hidden_layers=2, ffn_dim=64, init_std=FORECAST_INIT_STD, loss="mse", norm_type="layernorm")
+    torch.manual_seed(seed_of(dest.name))
+    transformers.PatchTSTForPrediction(config).eval().save_pretrained(dest)
+    (dest / "generation_config.json").write_text(json.dumps({"transformers_version": transformers.__version__}, indent=2) + "\n")
+
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #36a2b86b
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
 BNB_4BIT = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
@@ -1017,6 +1028,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),
         R(d("tiny-ast"), save_ast, "audio-classification", "run_audio_classifier: AST, five labels", 265_000, 27),
+        R(d("tiny-patchtst"), save_patchtst, "time-series-forecasting", "run_forecast: PatchTST, three series, 16 steps", 120_000, 21),
         R(d("tiny-llama-gptq"), partial(save_changed, save=llama, change=quantize_top), "text-generation",
           "excluded: quantized (quantization_config)", 870_000, 58),
         R(d("tiny-llava-bnb"), partial(save_changed, save=save_llava, change=quantize_text), "image-text-to-text",

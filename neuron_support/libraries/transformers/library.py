@@ -162,6 +162,18 @@ def time_series(arch:str, model_type:str, config:dict)->bool:
     (`...ForPrediction`), or a config of a context and a prediction length."""
     return model_type in TIME_SERIES_TYPES or arch.endswith("ForPrediction") or ("context_length" in config and "prediction_length" in config)
 
+# %% ../../../nbs/libraries/transformers/01_library.ipynb #cb953e06
+POINT_FORECASTERS = ("PatchTSTForPrediction", "PatchTSMixerForPrediction") # heads whose forward pass is the forecast, where trained to a point
+FORECAST_RUNNERS = ("run_forecast",)
+
+def forecast_runner(arch:str, # architectures[0], or ""
+                    config:dict, # the parsed config.json
+                   )->tuple|None: # ("run_forecast", head class name), or None
+    """The forecasting runner and its class: a point forecaster's declared head, trained to a point (`loss` "mse", its
+    default). Trained to a distribution (`loss` "nll"), the same class forecasts by sampling it with the device's generator:
+    no CPU run draws the same numbers (`unserved` says so)."""
+    if arch in POINT_FORECASTERS and arch in transformers_names() and config.get("loss", "mse") == "mse": return "run_forecast", arch
+
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #cf36abae
 def contrastive_audio(config:dict)->bool:
     """Whether the config is an audio-text contrastive model's (CLAP: a clip and texts projected into one space, scored
@@ -208,6 +220,9 @@ def unserved(arch:str, # architectures[0], or ""
     if model_type in MODEL_FOR_TABLE_QUESTION_ANSWERING_MAPPING_NAMES: return "a table question-answering model (a table beside each text): no runner serves it yet"
     if arch in SPEECH_OUT_CLASSES:
         return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
+    if arch in POINT_FORECASTERS:   # `run_forecast`'s, trained to a point
+        return None if forecast_runner(arch, config) else (f"a probabilistic forecaster (loss {one_line(str(config.get('loss')))[:20]!r}: it draws its forecast from a distribution with the device's "
+                "generator, which no CPU run repeats): no runner serves it yet")
     if time_series(arch, model_type, config):
         return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
     if arch.endswith("ForRetrieval"):   # transformers' retrieval table lists ColPali and ColModernVBert, not ColQwen2: each is named so
@@ -249,6 +264,7 @@ def choose_runner(config:dict, # the parsed config.json
     "The card's runner and load class for a checkpoint, from its config alone."
     config = as_transformers_reads(config)
     arch, mt = (config.get("architectures") or [""])[0], config.get("model_type", "")
+    if forecast := forecast_runner(arch, config): return forecast   # before `unserved`'s time series: the one kind of them a runner serves
     if unserved(arch, mt, config): return "", arch   # frames, tables, an audio chat...: `unsupported` says which
     # boxes: before the encoder-decoders, whose flag DETR's config sets
     if arch in MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES.values() and arch in transformers_names(): return "run_object_detection", arch
@@ -285,6 +301,7 @@ CANDIDATE_LABELS = ("cat", "dog", "car", "bird", "house") # a zero-shot image cl
 HYPOTHESIS = "This is a photo of {}." # the sentence each candidate is put in: transformers' zero-shot image pipeline's default
 CLIP = f'"{ENCODER_TEXT}" spoken by eSpeak NG, 16 kHz mono, 2.93 s' # what the plan names as an audio model's input
 AUDIO_SAMPLES = 64000 # a raw-sample model's input, the clip padded to 4 s: one shape for every clip
+SERIES = "a season of 24 points on a slow rise, noise of a tenth (seed 0), one per input channel" # what the plan names as a forecaster's input
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #a2e8e1a9
 def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_tokens:int=MAX_NEW_TOKENS,
@@ -293,6 +310,7 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
     if runner in AUDIO_RUNNERS:
         return {"clip": CLIP, "samples": AUDIO_SAMPLES,
                 **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
+    if runner in FORECAST_RUNNERS: return {"series": SERIES, "context_length": config.get("context_length"), "channels": config.get("num_input_channels")}
     if runner in VISION_RUNNERS:
         labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
         queries = {"queries": list(DETECTION_QUERIES)} if runner == "run_zero_shot_detection" else {}
@@ -314,7 +332,7 @@ def parallel_mode(runner:str, cores:int, model_type:str)->str:
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #0d638f68
 ONE_CORE = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core",
-            "run_image_to_text": "an image-to-text encoder-decoder runs on one core"} # runner -> why its models run whole on one core
+            "run_image_to_text": "an image-to-text encoder-decoder runs on one core", "run_forecast": "a forecaster runs on one core"} # runner -> why its models run whole on one core
 
 def shards(runner:str, model_type:str)->bool:
     """Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and
@@ -344,7 +362,7 @@ def transformers_plan(ck:Checkpoint, config:dict, stack:Stack, # as checkpoint_p
     wb, estimated = checkpoint_weight_bytes(ck, config)
     gb = core_gb or stack.core_gb
     n, fit = plan_cores(runner, mt, wb, gb, min(max_cores, stack.cores), cores, estimated, shards, ONE_CORE)
-    chat = runner not in ("run_encoder", "run_image_to_text", *VISION_RUNNERS, *AUDIO_RUNNERS) and has_chat_template(ck)
+    chat = runner not in ("run_encoder", "run_image_to_text", *VISION_RUNNERS, *AUDIO_RUNNERS, *FORECAST_RUNNERS) and has_chat_template(ck)
     return Plan(ck.model_id, ck.revision, ck.task, mt, runner, head, n, wb, gb, fit, parallel_mode(runner, n, mt),
                 plan_inputs(runner, head, config, chat, max_new_tokens, prompt, min_new_tokens), chat, undeclared(config, head, stack))
 
@@ -357,7 +375,8 @@ VISION_TASKS = ("image-classification", "image-feature-extraction", "zero-shot-i
                 "zero-shot-object-detection")
 IMAGE_TO_TEXT_TASKS = ("image-to-text",)
 AUDIO_TASKS = ("automatic-speech-recognition", "audio-classification")
-TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + IMAGE_TO_TEXT_TASKS + AUDIO_TASKS
+FORECAST_TASKS = ("time-series-forecasting",)
+TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS + ENCODER_TASKS + VISION_TASKS + IMAGE_TO_TEXT_TASKS + AUDIO_TASKS + FORECAST_TASKS
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #192fadde
 GENERATION_TASKS = SELECTION_TASKS + SEQ2SEQ_TASKS
@@ -381,6 +400,8 @@ def unsupported(task:str, # the listing's pipeline_tag
         return f"an {task} model without a vision encoder-decoder or image-text-to-text class ({arch}): no runner generates text from its image"
     if task in AUDIO_TASKS and runner not in AUDIO_RUNNERS:
         return f"{'an' if task[0] in 'aeiou' else 'a'} {task} model without a speech-recognition, CTC or audio-classification class ({arch}): no audio runner serves it"
+    if task in FORECAST_TASKS and runner not in FORECAST_RUNNERS:
+        return f"a {task} model without a point forecaster's class ({arch}): no forecasting runner serves it"
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #486ae016
 def runner_and_fit(info:ModelInfo, # the listing's item, with a config
@@ -551,6 +572,7 @@ TRANSFORMERS = Library(
     tested=TESTED, carried=(*FIRST, f"{HERE}.generation", f"{HERE}.text"),
     runner_modules={**dict.fromkeys(VISION_RUNNERS, ("neuron_support.photo", *FIRST, f"{HERE}.vision")),
                     **dict.fromkeys(AUDIO_RUNNERS, (*FIRST, f"{HERE}.audio")),
+                    **dict.fromkeys(FORECAST_RUNNERS, ("neuron_support.photo", *FIRST, f"{HERE}.time_series")),
                     **dict.fromkeys(("run_multimodal", "run_image_to_text"), ("neuron_support.photo", *FIRST, f"{HERE}.generation", f"{HERE}.multimodal"))},
     shards=shards, one_core=ONE_CORE, builder=f"{HERE}.tiny_checkpoints", demo=f"{HERE}.demo",
     stack_modules=("transformers.modeling_utils",))   # what every model's code imports first: half a tiny run's imports
