@@ -1,9 +1,10 @@
-"""One vision or speech run against a hand-written torch.compile of the same model: compile, warm latency and wall, on this machine.
+"""One vision, speech or forecasting run against a hand-written torch.compile of the same model: compile, warm latency and wall, on this machine.
 
     python benchmarks/runner_floor.py [--models neuron-support-demo/tiny-vit neuron-support-demo/tiny-whisper] [--repeat 2]
     python benchmarks/runner_floor.py --models timm:neuron-support-demo/tiny-timm-vit --out runner_floor_timm.json
     python benchmarks/runner_floor.py --models neuron-support-demo/tiny-segformer-ade neuron-support-demo/tiny-dpt-depth --out runner_floor_dense.json
     python benchmarks/runner_floor.py --models neuron-support-demo/tiny-yolos neuron-support-demo/tiny-owlv2 neuron-support-demo/tiny-mask2former-ade --out runner_floor_detection.json
+    python benchmarks/runner_floor.py --models neuron-support-demo/tiny-patchtst neuron-support-demo/tiny-vit --out runner_floor_forecast.json
 
 (a) the floor: one `python -c` process doing the run's work by hand: import torch and transformers, find the checkpoint in
     the Hub cache, load it in bf16 with its processor, the input through the processor (the photograph, or the clip), and
@@ -17,6 +18,8 @@
     (SegFormer's and DPT's forward take a lock dynamo cannot trace whole: run.py tries whole first, then compiles again);
     for an object detector, a zero-shot detector (its processor with the text queries) or a universal segmenter the same,
     the floor's answer the boxes its users keep (their labels, within 2 % of the image) or the map its queries make;
+    for a forecaster, the fixed series as `past_values`, compiled whole, its forecast in units of the series' spread held
+    within twice bf16's distance to fp32's (eager);
 (b) `python3 run.py` of the same plan in a run folder (its own rank process, the check, the photograph saved).
 Each figure is the median of --repeat rounds after a warm-up round that fills the Hugging Face cache; every round gets a
 fresh, empty reference cache, so run.py computes its references as the floor does. One torch thread each
@@ -117,7 +120,31 @@ for dtype in (torch.float32, torch.bfloat16):
 print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
                   "equal": int(out[0].argmax()) == int(refs[0].argmax())}))
 '''
-FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR,
+FORECAST_FLOOR = r'''
+import json, sys, time
+t0 = time.time()
+import torch, transformers
+from huggingface_hub import snapshot_download
+from neuron_support.libraries.transformers.time_series import fixed_series
+spec = json.loads(sys.argv[1])
+path = snapshot_download(spec["model_id"], revision=spec["revision"] or None)
+cls = getattr(transformers, spec["head_class"])
+model = cls.from_pretrained(path, dtype=torch.bfloat16).eval()
+x = fixed_series(model.config.context_length, model.config.num_input_channels)[None]
+fwd = torch.compile(model, backend="aot_eager", fullgraph=True, dynamic=False)
+forecast = lambda out: ((out.prediction_outputs.float() - out.loc.float()) / out.scale.float())[0]   # in units of the series' spread
+with torch.inference_mode():
+    t = time.time(); fwd(past_values=x.to(torch.bfloat16)); first = time.time() - t
+    t = time.time(); out = forecast(fwd(past_values=x.to(torch.bfloat16))); warm = time.time() - t
+refs = []
+for dtype in (torch.float32, torch.bfloat16):
+    ref = cls.from_pretrained(path, dtype=dtype, attn_implementation="eager").eval()
+    with torch.inference_mode(): refs.append(forecast(ref(past_values=x.to(dtype))))
+rms = lambda t: float((t - refs[0]).pow(2).mean().sqrt())
+print(json.dumps({"first_s": first, "warm_s": warm, "compile_s": max(first - warm, 0.0), "wall_s": time.time() - t0,
+                  "equal": rms(out) <= max(2 * rms(refs[1]), 1e-3)}))
+'''
+FLOORS = {"run_image_classifier": VISION_FLOOR, "run_speech_seq2seq": WHISPER_FLOOR, "run_timm_classifier": TIMM_FLOOR, "run_forecast": FORECAST_FLOOR,
           **dict.fromkeys(("run_semantic_segmentation", "run_depth_estimation", "run_object_detection", "run_zero_shot_detection", "run_universal_segmentation"), VISION_FLOOR)}
 
 RENDER = r'''

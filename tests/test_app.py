@@ -763,10 +763,10 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert sorted(df.library.unique()) == ["diffusers", "peft", "sentence-transformers", "timm", "transformers"]
     assert set(df.model_id) == {m for ids in DEMO_SWEEP_ONLY.values() for m in ids}
     # each row is its sweep's, ranked; but seven: transformers' list goes on past its selection (the text-generation and
-    # image-text-to-text models, the vision-language ones among them) with the other tasks, and all-MiniLM-L6-v2 and the vision and audio models are there, listed and run, not selected
+    # image-text-to-text models, the vision-language ones among them) with the other tasks, and all-MiniLM-L6-v2 and the vision, audio and forecasting models are there, listed and run, not selected
     beyond = df[df.selection_rank.isna()]
     assert set(zip(beyond.library, beyond.model_id)) == {("transformers", m) for m in ("sentence-transformers/all-MiniLM-L6-v2", f"{DEMO}/tiny-vit",
-                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-dpt-depth", f"{DEMO}/tiny-segformer-ade", f"{DEMO}/tiny-yolos", f"{DEMO}/tiny-vit-gpt2", f"{DEMO}/tiny-owlv2", f"{DEMO}/tiny-mask2former-ade", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast")}, beyond
+                                                         f"{DEMO}/tiny-dinov2", f"{DEMO}/tiny-clip", f"{DEMO}/tiny-dpt-depth", f"{DEMO}/tiny-segformer-ade", f"{DEMO}/tiny-yolos", f"{DEMO}/tiny-vit-gpt2", f"{DEMO}/tiny-owlv2", f"{DEMO}/tiny-mask2former-ade", f"{DEMO}/tiny-whisper", f"{DEMO}/tiny-wav2vec2-ctc", f"{DEMO}/tiny-ast", f"{DEMO}/tiny-patchtst")}, beyond
     shown = df[df.selection_rank.notna()]
     assert df.pair.iloc[df.tested_at.argmax()].split("/")[1].startswith("peft")   # peft swept last: its pair is the newest
     pg = folder_page(browser, demo_sweep_url)
@@ -775,14 +775,14 @@ def test_the_first_view_lists_every_librarys_selection(browser, demo_sweep, demo
     assert column(pg, "model") == first_view(demo_sweep) and f"{DEMO}/tiny-llama" in column(pg, "model")
     assert pg.locator("#models p").first.inner_text() == "25 models: 16 PASS, 9 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: diffusers 5, peft 4, sentence-transformers 5, timm 4, transformers 7. "
-                                                     "Not shown here: 12 more models (every model's latest run).")   # the vision and audio models; MiniLM shows by its sentence-transformers row
+                                                     "Not shown here: 13 more models (every model's latest run).")   # the vision, audio and forecasting models; MiniLM shows by its sentence-transformers row
     # the library filter keeps that library's part of it, and the counts agree with the sentence's; the model beyond the
     # selection is named as left out (all-MiniLM-L6-v2 was in the unfiltered view, by its sentence-transformers row)
     pg.select_option("#library", "transformers")
     wait_column(pg, "model", [m for m in first_view(demo_sweep) if m in set(shown.model_id[shown.library == "transformers"])])
     assert pg.locator("#models p").first.inner_text() == "7 models: 3 PASS, 4 EXCLUDED"
     assert pg.locator("#view-note").inner_text() == ("Each library's newest selection, in rank order: transformers 7. "
-                                                     "Not shown here: 13 more models (every model's latest run).")
+                                                     "Not shown here: 14 more models (every model's latest run).")
     # Selected is still the newest selection alone: peft's, swept last
     pg.select_option("#library", "all")
     pg.select_option("#view", "Selected")

@@ -36,6 +36,7 @@ VISION = {"tiny-vit": ("ViTForImageClassification", "image-classification"), "ti
           "tiny-mask2former-ade": ("Mask2FormerForUniversalSegmentation", "image-segmentation")}
 AUDIO = {"tiny-whisper": ("WhisperForConditionalGeneration", "automatic-speech-recognition"), "tiny-wav2vec2-ctc": ("Wav2Vec2ForCTC", "automatic-speech-recognition"),
          "tiny-ast": ("ASTForAudioClassification", "audio-classification")}
+FORECAST = {"tiny-patchtst": ("PatchTSTForPrediction", "time-series-forecasting")}   # IBM's layout: no tokenizer, no processor (the model scales its series)
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +90,7 @@ def test_crashed_build_is_rebuilt(tmp_path):
 
 def test_every_entry_has_its_files(catalog, entries):
     ids = set(entries)
-    expected = {SMOL, MINILM} | {f"{ORG}/{n}" for n in [*CAUSAL, *SEQ2SEQ, *MULTIMODAL, *ENCODERS, *VISION, *AUDIO]}
+    expected = {SMOL, MINILM} | {f"{ORG}/{n}" for n in [*CAUSAL, *SEQ2SEQ, *MULTIMODAL, *ENCODERS, *VISION, *AUDIO, *FORECAST]}
     assert expected <= ids
     no_weights = {f"{ORG}/giant-405b", f"{ORG}/tiny-no-weights"}
     for id, e in entries.items():
@@ -110,7 +111,8 @@ def test_every_entry_has_its_files(catalog, entries):
         else:
             assert "config.json" in files, id
             processor = "preprocessor_config.json" in files or "processor_config.json" in files   # an image model's; CLIP's with a tokenizer
-            assert "tokenizer.json" in files or "vocab.txt" in files or (processor and id.split("/")[1] in {**VISION, **AUDIO}), id
+            if id.split("/")[1] in FORECAST: assert files == {"config.json", "generation_config.json", "model.safetensors"}, id
+            else: assert "tokenizer.json" in files or "vocab.txt" in files or (processor and id.split("/")[1] in {**VISION, **AUDIO}), id
             assert any(f.endswith(".safetensors") for f in files) == (id not in no_weights), id
         assert e["library_name"] in libraries() and e["pipeline_tag"] and e["demo"]["covers"], id
         assert isinstance(e["downloads"], int) and isinstance(e["trendingScore"], int), id
@@ -126,7 +128,7 @@ def test_pipeline_tags(entries):
     assert entries[MINILM]["pipeline_tag"] == "feature-extraction"
     for n in CAUSAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "text-generation"
     for n in MULTIMODAL: assert entries[f"{ORG}/{n}"]["pipeline_tag"] == "image-text-to-text"
-    for n, (_, tag) in {**SEQ2SEQ, **ENCODERS, **VISION, **AUDIO}.items(): assert entries[f"{ORG}/{n}"]["pipeline_tag"] == tag, n
+    for n, (_, tag) in {**SEQ2SEQ, **ENCODERS, **VISION, **AUDIO, **FORECAST}.items(): assert entries[f"{ORG}/{n}"]["pipeline_tag"] == tag, n
 
 
 def test_weights_are_bf16_and_vocab_matches_tokenizer(catalog):

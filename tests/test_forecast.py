@@ -29,8 +29,8 @@ def test_the_demo_sweep_of_the_forecaster(tmp_path, demo_hub, demo_sweep_of_libr
     out, p = demo_sweep_of_libraries   # read only
     assert p.returncode == 0, p.stderr[-3000:]
     row = read_table(table_path(out, PAIR)).set_index("model_id").loc[MODEL]
-    assert (row.runner, row.task, row.head_class, row.neuron_cores, row.result, row.check, row.cpu_match) == \
-           ("run_forecast", "time-series-forecasting", "PatchTSTForPrediction", 1, "PASS", "cpu", "Y"), row[["result", "cpu_match", "notes", "error"]]
+    assert (row.runner, row.task, row.model_type, row.neuron_cores, row.result, row.check, row.cpu_match) == \
+           ("run_forecast", "time-series-forecasting", "patchtst", 1, "PASS", "cpu", "Y"), row[["result", "cpu_match", "notes", "error"]]
     assert row.notes.startswith("forecast on cpu: ") and row.notes.endswith("16 steps of 3 series"), row.notes
     assert "libraries.transformers.time_series" in row.run_py.split("\nPLAN = ")[0] and "def run_dense(" not in row.run_py
     folder = run_folder(out, PAIR, MODEL)
@@ -39,7 +39,7 @@ def test_the_demo_sweep_of_the_forecaster(tmp_path, demo_hub, demo_sweep_of_libr
     outputs = [o for c in nbformat.read(folder / "run.ipynb", as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs)   # the forecasts, drawn
     steps = [o["data"]["text/html"] for o in outputs if "series 1 CPU fp32" in o.get("data", {}).get("text/html", "")]
-    assert len(steps) == 1 and steps[0].count("<tr>") == 17, steps   # a head row and the 16 steps
+    assert len(steps) == 1 and steps[0].count("<tr") == 17, steps   # a head row and the 16 steps
     outcome = rerun_alone(folder, demo_hub, tmp_path)
     assert (outcome["result"], outcome["cpu_match"]) == ("PASS", "Y"), outcome
 

@@ -341,6 +341,7 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
             "neuron-support-demo/tiny-yolos": "PASS", "neuron-support-demo/tiny-vit-gpt2": "PASS", "neuron-support-demo/tiny-owlv2": "PASS",
             "neuron-support-demo/tiny-mask2former-ade": "PASS",   # the vision models: tests/test_vision.py
             "neuron-support-demo/tiny-whisper": "PASS", "neuron-support-demo/tiny-wav2vec2-ctc": "PASS", "neuron-support-demo/tiny-ast": "PASS",   # tests/test_audio.py
+            "neuron-support-demo/tiny-patchtst": "PASS",   # tests/test_forecast.py
             "neuron-support-demo/tiny-qwen2.5-vl": "PASS", "neuron-support-demo/tiny-smolvlm": "PASS"}   # the vision-language models: tests/test_vision.py
     assert set(DEMO_SWEEP_ONLY["transformers"]) == set(want)
     table = read_table(table_path(out, PAIR)).set_index("model_id")
@@ -361,7 +362,7 @@ def test_demo_sweep_part(hub, tmp_path, demo_sweep_of_libraries):
     assert (m.runner, m.neuron_cores, m.result, m.check) == ("run_encoder", 1, "PASS", "cpu") and m.cpu_match[0] in "Y~", m
     assert len(m.revision) == 40
     # the summary and where things are
-    assert "20 models: 16 PASS, 4 EXCLUDED" in p.stdout, p.stdout   # transformers' summary: the nineteen above and all-MiniLM-L6-v2
+    assert "21 models: 17 PASS, 4 EXCLUDED" in p.stdout, p.stdout   # transformers' summary: the twenty above and all-MiniLM-L6-v2
     assert f"table:     {table_path(out, PAIR)}" in p.stdout
     # published (to the session's local Hub, which HF_ENDPOINT names) and read back with the card's own query
     from neuron_support.publish import publish, validate

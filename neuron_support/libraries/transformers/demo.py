@@ -368,7 +368,7 @@ def sharp_output(model, # a random transformers model, in float32
 def save_tiny(dest:Path, # the repo folder to write
               model_class, # the transformers class the checkpoint declares
               config, # its config
-              processor, # the tokenizer or processor saved beside it
+              processor, # the tokenizer or processor saved beside it (None: a forecaster's, which has neither)
               generation:dict|None=None, # generation config fields its config does not derive (Whisper's languages and tasks)
               head_scale:float=1.0, # the output embeddings scaled by this: a random model's logits made confident (HEAD_SCALE)
               prepare=None, # called on the model, in float32, before it is saved (a segmenter's head made sure); what it returns, the head drawn
@@ -386,7 +386,7 @@ def save_tiny(dest:Path, # the repo folder to write
     if prepare: head = prepare(model) or head   # what it drew instead, where it says
     model.config.dtype = torch.bfloat16
     model.to(torch.bfloat16).save_pretrained(dest)
-    processor.save_pretrained(dest)
+    if processor is not None: processor.save_pretrained(dest)   # a forecaster has none: the model scales its series
     return head + (f"; {norms} norms' gains drawn near zero set to 1" if norms else "")
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #22cf1401
@@ -1028,7 +1028,7 @@ def demo_repos()->list: # DemoRepo, in catalog order
         R(d("tiny-whisper"), save_whisper, "automatic-speech-recognition", "run_speech_seq2seq: Whisper, forced language and task", 690_000, 81),
         R(d("tiny-wav2vec2-ctc"), save_wav2vec2_ctc, "automatic-speech-recognition", "run_ctc: Wav2Vec2, a character vocabulary", 335_000, 18),
         R(d("tiny-ast"), save_ast, "audio-classification", "run_audio_classifier: AST, five labels", 265_000, 27),
-        R(d("tiny-patchtst"), save_patchtst, "time-series-forecasting", "run_forecast: PatchTST, three series, 16 steps", 120_000, 21),
+        R(d("tiny-patchtst"), save_patchtst, "time-series-forecasting", "run_forecast: PatchTST, three series, 16 steps", 118_000, 20),
         R(d("tiny-llama-gptq"), partial(save_changed, save=llama, change=quantize_top), "text-generation",
           "excluded: quantized (quantization_config)", 870_000, 58),
         R(d("tiny-llava-bnb"), partial(save_changed, save=save_llava, change=quantize_text), "image-text-to-text",

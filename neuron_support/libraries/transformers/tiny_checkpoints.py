@@ -27,13 +27,13 @@ from ...photo import photo
 from ...demo import build_demo, demo_dir, IMAGENET_LABELS
 from .demo import (bpe_tokenizer, wordpiece_tokenizer, clip_tokenizer, whisper_tokenizer, whisper_generation,
     decoder_ids, save_tiny, labels, NER_LABELS, AUDIO_LABELS, CTC_VOCAB, COCO_LABELS, ADE_LABELS, image_chat_template,
-    sure_zero_shot_detector, sure_mask_classifier)
-from .library import IMAGE_TO_TEXT, unserved
+    sure_zero_shot_detector, sure_mask_classifier, FORECAST_INIT_STD)
+from .library import IMAGE_TO_TEXT, unserved, POINT_FORECASTERS
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
 GROUPS = ("run_image_to_text", "run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
           "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_zero_shot_detection", "run_universal_segmentation",
-          "run_zero_shot_image", "run_ctc", "run_audio_classifier") # in this order: an architecture belongs to the first that lists it
+          "run_zero_shot_image", "run_ctc", "run_audio_classifier", "run_forecast") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
 # the groups whose checkpoints take their family's image processor alone
 IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation",
@@ -61,7 +61,12 @@ def group_mappings()->dict: # {group: [(model_type, class name or names)]}
             "run_image_to_text": list(IMAGE_TO_TEXT.items()),
             "run_zero_shot_image": list(m.MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_ctc": list(m.MODEL_FOR_CTC_MAPPING_NAMES.items()),
-            "run_audio_classifier": list(m.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES.items())}
+            "run_audio_classifier": list(m.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES.items()),
+            # transformers lists the point forecasters in no forecasting table (PatchTST's and PatchTSMixer's types are in its classification
+            # and regression ones): the plan's own list, each by its type (PatchTSTForPrediction's is patchtst); then its forecasting
+            # table's (TimesFM's), whose rows the plan makes EXCLUDED with what they take
+            "run_forecast": [(cls.removesuffix("ForPrediction").lower(), cls) for cls in POINT_FORECASTERS] +
+                            list(m.MODEL_FOR_TIME_SERIES_PREDICTION_MAPPING_NAMES.items())}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #da0a7447
 def wanted(model_type:str, cls:str, only:list|None)->bool:
@@ -429,12 +434,16 @@ def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, deco
 HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11])
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e73bd0f0
+FORECAST_SERIES = 3 # a tiny forecaster's input channels: one series alone hides what several do (a batch-norm PatchTST compiles by aot_eager with one, not with two)
+
 def head_kwargs(cls_name:str, # the class built
                 group:str="", # its runner's group: an audio classifier's class is named ForSequenceClassification too
                )->dict:
     "Labels for a classification head: the demo's NER labels, five audio labels, two sentiments, eight ImageNet, COCO or ADE20K labels."
     if cls_name.endswith("ForTokenClassification"): return labels(NER_LABELS)
     if group == "run_audio_classifier" or cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
+    # a forecast that spans the series' spread, not a flat one; of several series, as the Hub's forecasters read (IBM's seven), not its config's one
+    if group == "run_forecast": return {"init_std": FORECAST_INIT_STD, "num_input_channels": FORECAST_SERIES}
     if cls_name.endswith("ForSequenceClassification"): return labels(["NEGATIVE", "POSITIVE"])
     if cls_name.endswith("ForImageClassification"): return labels(IMAGENET_LABELS)
     if cls_name.endswith("ForObjectDetection"): return labels(COCO_LABELS)
@@ -848,6 +857,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     if group in ("run_zero_shot_image", "run_speech_seq2seq"):
         proc = (zero_shot_processor if group == "run_zero_shot_image" else speech_processor)(model_type, dest)
         return proc, tokenizer_ids(proc.tokenizer)
+    if group == "run_forecast": return None, {}   # a series of numbers, which the model scales itself: no tokenizer, no processor
     if group in ("run_ctc", "run_audio_classifier"):
         proc = audio_processor(model_type, dest, group == "run_ctc")
         return proc, {"vocab_size": len(CTC_VOCAB), "pad_token_id": 0} if group == "run_ctc" else {}
@@ -896,6 +906,10 @@ def defaults_refused(model_type:str, cls_name:str)->str|None:
         said = first_line(str(e), 300)
         return f"transformers' own defaults do not make it ({cfg.__name__}(): {type(e).__name__}: {said}): its checkpoints set what they leave unset"
 
+# %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c78de8d9
+# what the table says of a forecaster's weights (`head_kwargs` draws them so; no layer of its is an output over labels to sharpen)
+FORECAST_DRAWN = f"weights drawn at init_std {FORECAST_INIT_STD}, not transformers' 0.02, at which a random forecast is flat"
+
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d9b89838
 def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->dict: # {"params": n} or {"skip": reason}, with the version
     "A tiny random checkpoint of `cls_name` at `scale` in `dest` (kept and reused while BUILD_VERSION and transformers are the same)."
@@ -918,7 +932,8 @@ def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:i
         if n > MAX_PARAMS * scale ** 2: raise ValueError(f"config not made tiny: {n / 1e6:.0f}M parameters")
         dest.mkdir(parents=True, exist_ok=True)
         whisper = group == "run_speech_seq2seq" and model_type == "whisper"   # its generate reads fields that no config derives
-        sure = (lambda model: SURE[model_type](model, proc)) if model_type in SURE else None
+        sure = ((lambda model: SURE[model_type](model, proc)) if model_type in SURE else
+                (lambda model: FORECAST_DRAWN) if group == "run_forecast" else None)
         head = save_tiny(dest, model_cls, config, proc, generation=whisper_generation(proc.tokenizer) if whisper else None, prepare=sure)
         done = {"version": version, "params": n, "head": head}
     except Exception as e:
