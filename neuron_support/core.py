@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['ADAPTER_PARAMETERS', 'RunHooks', 'perturb_weights', 'compiled', 'compile_run', 'compiled_graphs',
-           'compile_cache_entries', 'timed', 'as_dtype', 'forward_twice', 'say', 'importable', 'available_memory_bytes',
-           'memory_error', 'folder_stamp', 'reference_key']
+           'compile_cache_entries', 'timed', 'each_tensor', 'as_dtype', 'forward_twice', 'say', 'importable',
+           'available_memory_bytes', 'memory_error', 'folder_stamp', 'reference_key']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -170,12 +170,20 @@ def timed(fn, device:str)->tuple: # (value, seconds)
     synchronize(device)
     return value, time.perf_counter() - start
 
+# %% ../nbs/08_core.ipynb #ff470b6d
+def each_tensor(value, # an argument of a call: a tensor, a list of them, or anything else
+                f, # f(tensor) -> tensor
+               ):
+    "`f` of a tensor, or of each tensor of a list (a forecaster's series), anything else as it is."
+    if torch.is_tensor(value): return f(value)
+    return [each_tensor(v, f) for v in value] if isinstance(value, list) else value
+
 # %% ../nbs/08_core.ipynb #f4b58aa1
 def as_dtype(inputs:dict, # a call's keyword arguments: tensors, and anything else
              dtype, # the model's dtype
             )->dict: # the same arguments, floating-point tensors in `dtype`
-    "A call's tensors as a model of `dtype` takes them: floating-point ones cast, the rest as they are."
-    return {k: (v.to(dtype) if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in inputs.items()}
+    "A call's tensors as a model of `dtype` takes them: floating-point ones cast (in a list too: TimesFM takes a list of series), the rest as they are."
+    return {k: each_tensor(v, lambda t: t.to(dtype) if t.is_floating_point() else t) for k, v in inputs.items()}
 
 # %% ../nbs/08_core.ipynb #9c4c1e35
 def forward_twice(model, # the loaded model
@@ -185,12 +193,12 @@ def forward_twice(model, # the loaded model
                  )->dict:
     "One compiled call of the model (then a warm one): the compared output, the inputs, timings and graphs."
     before = compile_run(model, plan, state, "forward")
-    dev = {k: v.to(device) for k, v in as_dtype(inputs, torch.bfloat16).items()}
+    dev = {k: each_tensor(v, lambda t: t.to(device)) for k, v in as_dtype(inputs, torch.bfloat16).items()}
     with torch.inference_mode():
         out, first_s = timed(lambda: model(**dev), device)
         _, warm_s = timed(lambda: model(**dev), device)
     graphs, cached = compiled_graphs(plan["backend"], before)
-    return {"output": output(out), "inputs": {k: v.cpu() for k, v in inputs.items()}, "first_s": first_s, "warm_s": warm_s,
+    return {"output": output(out), "inputs": {k: each_tensor(v, torch.Tensor.cpu) for k, v in inputs.items()}, "first_s": first_s, "warm_s": warm_s,
             "compile_s": max(first_s - warm_s, 0.0), "tokens_per_s": None, "text": "", "graphs": graphs, "graphs_cached": cached}
 
 # %% ../nbs/08_core.ipynb #5382def0

@@ -51,10 +51,10 @@ def test_run_refuses_an_unreadable_header_in_one_line(name, tmp_path):
 
 
 # The Hub's tasks no runner serves yet (issue 60): each checkpoint's config as transformers writes it, its declared class, and what the
-# one line says it gives. Before, the first two ran as a bare encoder and the third was called an audio chat model (PatchTST and PatchTSMixer trained to a point are `run_forecast`'s now: tests/test_forecast.py).
+# one line says it gives. Before, the first two ran as a bare encoder and the third was called an audio chat model (PatchTST and PatchTSMixer trained to a point, and TimesFM, are `run_forecast`'s now: tests/test_forecast.py).
 UNSERVED = {  # name -> (config class, declared class, what the one line says)
     "vits": ("VitsConfig", "VitsModel", "is a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text)"),
-    "timesfm": ("TimesFmConfig", "TimesFmModelForPrediction", "is a time-series model (a series of values in; a forecast, a class or a value out)"),
+    "informer": ("InformerConfig", "InformerForPrediction", "is a time-series model (a series of values in; a forecast, a class or a value out)"),
     "clap": ("ClapConfig", "ClapModel", "is a zero-shot audio classifier (a clip scored against text labels, CLAP's kind)"),
 }
 

@@ -163,15 +163,18 @@ def time_series(arch:str, model_type:str, config:dict)->bool:
     return model_type in TIME_SERIES_TYPES or arch.endswith("ForPrediction") or ("context_length" in config and "prediction_length" in config)
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #cb953e06
-POINT_FORECASTERS = ("PatchTSTForPrediction", "PatchTSMixerForPrediction") # heads whose forward pass is the forecast, where trained to a point
+# forecasting heads whose forward pass is the forecast (PatchTST's and PatchTSMixer's where trained to a point), by their model type
+POINT_FORECASTERS = {"PatchTSTForPrediction": "patchtst", "PatchTSMixerForPrediction": "patchtsmixer",
+                     "TimesFmModelForPrediction": "timesfm", "TimesFm2_5ModelForPrediction": "timesfm2_5"}
 FORECAST_RUNNERS = ("run_forecast",)
 
 def forecast_runner(arch:str, # architectures[0], or ""
                     config:dict, # the parsed config.json
                    )->tuple|None: # ("run_forecast", head class name), or None
-    """The forecasting runner and its class: a point forecaster's declared head, trained to a point (`loss` "mse", its
-    default). Trained to a distribution (`loss` "nll"), the same class forecasts by sampling it with the device's generator:
-    no CPU run draws the same numbers (`unserved` says so)."""
+    """The forecasting runner and its class: a point forecaster's declared head (PatchTST's and PatchTSMixer's trained to a
+    point, `loss` "mse", their default; TimesFM's, a mean and its quantiles). Trained to a distribution (`loss` "nll"),
+    PatchTST's class forecasts by sampling it with the device's generator: no CPU run draws the same numbers (`unserved`
+    says so)."""
     if arch in POINT_FORECASTERS and arch in transformers_names() and config.get("loss", "mse") == "mse": return "run_forecast", arch
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #cf36abae
@@ -302,6 +305,7 @@ HYPOTHESIS = "This is a photo of {}." # the sentence each candidate is put in: t
 CLIP = f'"{ENCODER_TEXT}" spoken by eSpeak NG, 16 kHz mono, 2.93 s' # what the plan names as an audio model's input
 AUDIO_SAMPLES = 64000 # a raw-sample model's input, the clip padded to 4 s: one shape for every clip
 SERIES = "a season of 24 points on a slow rise, noise of a tenth (seed 0), one per input channel" # what the plan names as a forecaster's input
+TIMESFM_POINTS = 512 # a TimesFM reads a series of any length up to its context (2.5's: 16,384): the 512 points its model cards give it
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #a2e8e1a9
 def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_tokens:int=MAX_NEW_TOKENS,
@@ -310,7 +314,10 @@ def plan_inputs(runner:str, head_class:str, config:dict, chat:bool, max_new_toke
     if runner in AUDIO_RUNNERS:
         return {"clip": CLIP, "samples": AUDIO_SAMPLES,
                 **({"max_new_tokens": max_new_tokens, "min_new_tokens": min_new_tokens} if runner == "run_speech_seq2seq" else {})}
-    if runner in FORECAST_RUNNERS: return {"series": SERIES, "context_length": config.get("context_length"), "channels": config.get("num_input_channels")}
+    if runner in FORECAST_RUNNERS:   # PatchTST's kin read their context's points of each of their channels; a TimesFM one series
+        timesfm, points = head_class.startswith("TimesFm"), config.get("context_length")
+        return {"series": SERIES, "points": min(points, TIMESFM_POINTS) if timesfm and isinstance(points, int) else points,
+                "channels": 1 if timesfm else config.get("num_input_channels", 1)}
     if runner in VISION_RUNNERS:
         labels = {"candidate_labels": list(CANDIDATE_LABELS), "hypothesis": HYPOTHESIS} if runner == "run_zero_shot_image" else {}
         queries = {"queries": list(DETECTION_QUERIES)} if runner == "run_zero_shot_detection" else {}

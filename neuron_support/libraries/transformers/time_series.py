@@ -29,22 +29,32 @@ def fixed_series(length:int, # points
     return torch.sin(2 * math.pi * t / SERIES_PERIOD + c) * (1 + c) + 0.01 * t + 0.1 * noise
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #167d1bb1
-def forecast_inputs(config)->dict: # {"past_values": [1, context_length, channels] float32}
-    "A forecaster's call: the fixed series, as long as its context and as many as its input channels."
-    return {"past_values": fixed_series(config.context_length, config.num_input_channels)[None]}
+TIMESFM = ("timesfm", "timesfm2_5") # the model types that take a list of series
+
+def forecast_inputs(plan:dict)->dict: # {"past_values": [1, points, channels] float32, or a list of one [points] series (TimesFM's), ...}
+    "A forecaster's call: the fixed series, as many points and series as the plan says, as the model's class takes them."
+    series = fixed_series(plan["inputs"]["points"], plan["inputs"]["channels"])
+    if plan["model_type"] not in TIMESFM: return {"past_values": series[None]}
+    freq = {"freq": [0]} if plan["model_type"] == "timesfm" else {}   # 2.0's: a high frequency (hourly), a list as its model card writes it
+    return {"past_values": [series[:, 0]], **freq, "forecast_context_len": len(series)}
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #d7aed73f
-def forecast_output(out)->dict: # {"forecast": [prediction_length, channels], "loc": [channels], "scale": [channels]} float32 on the CPU
+def forecast_output(out, # the model's output
+                    inputs:dict, # the call's (forecast_inputs'), float32 on the CPU
+                   )->dict: # {"forecast": [steps, channels], "loc": [channels], "scale": [channels]} float32 on the CPU
     """What a forecaster's check reads: its forecast in units of the series' own spread, `(prediction - loc) / scale`, and the
-    location and scale the model took from the series to undo it."""
-    loc, scale = (t.detach().float().cpu().reshape(-1) for t in (out.loc, out.scale))
-    return {"forecast": (out.prediction_outputs[0].detach().float().cpu() - loc) / scale, "loc": loc, "scale": scale}
+    location and scale that undo it: the model's own (PatchTST's kin), or the series' mean and spread (TimesFM's)."""
+    if "loc" in out: loc, scale, pred = out.loc, out.scale, out.prediction_outputs[0]
+    else: s = inputs["past_values"][0]; loc, scale, pred = s.mean(), s.std(correction=0), out.mean_predictions[0][:, None]
+    loc, scale = (t.detach().float().cpu().reshape(-1) for t in (loc, scale))
+    return {"forecast": (pred.detach().float().cpu() - loc) / scale, "loc": loc, "scale": scale}
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #dc8aad4a
 def run_forecast(plan:dict, path:str, device:str, state:dict)->dict:
     "A point forecaster: one compiled forward pass on the fixed series; its forecast."
-    model = load_model(getattr(transformers, plan["head_class"]), path, plan, device)
-    return forward_twice(model, forecast_inputs(model.config), plan, state, device, forecast_output)
+    inputs = forecast_inputs(plan)
+    return forward_twice(load_model(getattr(transformers, plan["head_class"]), path, plan, device), inputs, plan, state, device,
+                         lambda out: forecast_output(out, inputs))
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #07de85e6
 FORECAST_ERROR_FLOOR = 1e-3 # a forecast this close to fp32's passes whatever bf16's distance: a thousandth of the series' spread is no other forecast
@@ -108,14 +118,20 @@ def forecast_steps(fp32:dict, dev:dict, device:str="device")->list: # [{step, th
     return [{"step": i + 1, **{k: round(float(v), 4) for c in range(f32.shape[1]) for k, v in
                                ((f"series {c + 1} CPU fp32", f32[i, c]), (f"series {c + 1} {device}", fdev[i, c]))}} for i in range(len(f32))]
 
+# %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #0c76a19a
+def read_series(inputs:dict)->torch.Tensor: # [points, channels]
+    "The series a forecaster read, side by side: PatchTST's batch's first, or TimesFM's one."
+    past = inputs["past_values"]
+    return past[0][:, None] if isinstance(past, list) else past[0]
+
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #8634546e
 def check_forecast_run(plan:dict, path:str, out:dict, cache_dir)->dict:
     "cpu_match and the prediction of a forecaster's run, against the CPU's fp32 and bf16 passes; its picture and its steps."
-    ref = forward_reference(plan, path, out["inputs"], cache_dir, forecast_output, "forecast")   # what raises is the core's to read (`guarded_check`)
+    ref = forward_reference(plan, path, out["inputs"], cache_dir, lambda o: forecast_output(o, out["inputs"]), "forecast")   # what raises: the core's (`guarded_check`)
     c = check_forecast(ref, out["output"], plan["device"])
     return {"cpu_match": c["cpu_match"], "english": "", "check": cpu_check(ref["attention"]), "reference_cached": ref["cached"], "ok": c["ok"],
             "prediction": c["prediction"], "steps": forecast_steps(ref["fp32"], out["output"], plan["device"]),
-            "images": {FORECAST_PICTURE: forecast_picture(out["inputs"]["past_values"][0], ref["fp32"], out["output"], plan["device"])}}
+            "images": {FORECAST_PICTURE: forecast_picture(read_series(out["inputs"]), ref["fp32"], out["output"], plan["device"])}}
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #9c50e29d
 RUNNERS = {"run_forecast": run_forecast}

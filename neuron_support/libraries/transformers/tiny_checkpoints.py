@@ -62,11 +62,9 @@ def group_mappings()->dict: # {group: [(model_type, class name or names)]}
             "run_zero_shot_image": list(m.MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES.items()),
             "run_ctc": list(m.MODEL_FOR_CTC_MAPPING_NAMES.items()),
             "run_audio_classifier": list(m.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES.items()),
-            # transformers lists the point forecasters in no forecasting table (PatchTST's and PatchTSMixer's types are in its classification
-            # and regression ones): the plan's own list, each by its type (PatchTSTForPrediction's is patchtst); then its forecasting
-            # table's (TimesFM's), whose rows the plan makes EXCLUDED with what they take
-            "run_forecast": [(cls.removesuffix("ForPrediction").lower(), cls) for cls in POINT_FORECASTERS] +
-                            list(m.MODEL_FOR_TIME_SERIES_PREDICTION_MAPPING_NAMES.items())}
+            # transformers' forecasting table lists TimesFM's alone (PatchTST's and PatchTSMixer's types are in its classification and
+            # regression ones): the plan's own list, with each class's type
+            "run_forecast": [(mt, cls) for cls, mt in POINT_FORECASTERS.items()]}
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #da0a7447
 def wanted(model_type:str, cls:str, only:list|None)->bool:
@@ -443,7 +441,7 @@ def head_kwargs(cls_name:str, # the class built
     if cls_name.endswith("ForTokenClassification"): return labels(NER_LABELS)
     if group == "run_audio_classifier" or cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
     # a forecast that spans the series' spread, not a flat one; of several series, as the Hub's forecasters read (IBM's seven), not its config's one
-    if group == "run_forecast": return {"init_std": FORECAST_INIT_STD, "num_input_channels": FORECAST_SERIES}
+    if group == "run_forecast": return {"init_std": FORECAST_INIT_STD, "initializer_range": FORECAST_INIT_STD, "num_input_channels": FORECAST_SERIES}   # PatchTST's kin's name, TimesFM's
     if cls_name.endswith("ForSequenceClassification"): return labels(["NEGATIVE", "POSITIVE"])
     if cls_name.endswith("ForImageClassification"): return labels(IMAGENET_LABELS)
     if cls_name.endswith("ForObjectDetection"): return labels(COCO_LABELS)
@@ -908,7 +906,7 @@ def defaults_refused(model_type:str, cls_name:str)->str|None:
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #c78de8d9
 # what the table says of a forecaster's weights (`head_kwargs` draws them so; no layer of its is an output over labels to sharpen)
-FORECAST_DRAWN = f"weights drawn at init_std {FORECAST_INIT_STD}, not transformers' 0.02, at which a random forecast is flat"
+FORECAST_DRAWN = f"weights drawn at a spread of {FORECAST_INIT_STD}, not transformers' 0.02, at which a random forecast is flat"
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #d9b89838
 def build_checkpoint(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->dict: # {"params": n} or {"skip": reason}, with the version
