@@ -375,7 +375,8 @@ DEVICE_PICTURE, CPU_PICTURE, INPUT_PICTURE = "image.png", "image_cpu.png", "inpu
 WAVEFORM_PICTURE, INPUT_AUDIO = "waveform.png", "input.wav" # an audio model's clip: its waveform, and the clip itself
 FORECAST_PICTURE = "forecast.png" # a forecaster's series, and its forecasts on the device and on the CPU
 PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw",
-            WAVEFORM_PICTURE: "the clip it heard", FORECAST_PICTURE: "the series it read, then its forecasts: {device}, thin, over the CPU's fp32, wide"}   # beside a run's notebook, with their captions
+            WAVEFORM_PICTURE: "the clip it heard",
+            FORECAST_PICTURE: "the series it read, then its forecasts: {device}, thin, over the CPU's fp32, wide"}   # beside a run's notebook, with their captions
 RUN_MEDIA_FILES = (*PICTURES, INPUT_AUDIO) # what the app lists beside a run's notebook and serves to be shown in the page
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME

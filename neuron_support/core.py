@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['ADAPTER_PARAMETERS', 'RunHooks', 'perturb_weights', 'compiled', 'compile_run', 'compiled_graphs',
-           'compile_cache_entries', 'timed', 'each_tensor', 'as_dtype', 'forward_twice', 'say', 'importable',
-           'available_memory_bytes', 'memory_error', 'folder_stamp', 'reference_key']
+           'compile_cache_entries', 'timed', 'as_dtype', 'forward_twice', 'say', 'importable', 'available_memory_bytes',
+           'memory_error', 'folder_stamp', 'reference_key']
 
 # %% ../nbs/08_core.ipynb #e8fe67a1
 import argparse, functools, gc, hashlib, io, json, math, os, re, resource, signal, socket, sys, time, traceback
@@ -182,7 +182,8 @@ def each_tensor(value, # an argument of a call: a tensor, a list of them, or any
 def as_dtype(inputs:dict, # a call's keyword arguments: tensors, and anything else
              dtype, # the model's dtype
             )->dict: # the same arguments, floating-point tensors in `dtype`
-    "A call's tensors as a model of `dtype` takes them: floating-point ones cast (in a list too: TimesFM takes a list of series), the rest as they are."
+    """A call's tensors as a model of `dtype` takes them: floating-point ones cast (in a list too: TimesFM takes a list of
+    series), the rest as they are."""
     return {k: each_tensor(v, lambda t: t.to(dtype) if t.is_floating_point() else t) for k, v in inputs.items()}
 
 # %% ../nbs/08_core.ipynb #9c4c1e35

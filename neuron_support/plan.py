@@ -5,8 +5,7 @@
 # %% auto #0
 __all__ = ['bf16_weight_bytes', 'pickle_weight_bytes', 'Checkpoint', 'hub_checkpoint', 'info_checkpoint', 'file_sizes',
            'local_checkpoint', 'checkpoint_weight_bytes', 'model_source', 'checkpoint_name', 'outside_checkpoint',
-           'hub_header', 'header_counts', 'read_text', 'declared_fault', 'read_config', 'Plan', 'plan_cores',
-           'plan_record']
+           'hub_header', 'header_counts', 'read_text', 'read_config', 'Plan', 'plan_cores', 'plan_record']
 
 # %% ../nbs/04_plan.ipynb #e8e676af
 import functools, hashlib, json

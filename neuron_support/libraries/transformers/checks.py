@@ -45,7 +45,8 @@ def forward_reference(plan:dict, path:str, inputs:dict, cache_dir, # the run's p
     """The CPU's eager forward pass of a run's inputs, by the plan's class, in fp32 and in bf16, read from the reference
     cache when it is there: the reference of a runner that makes one call of its model (an audio model's, a forecaster's)."""
     def call(dtype, attention):
-        model = getattr(transformers, plan["head_class"]).from_pretrained(path, dtype=dtype, attn_implementation=attention, trust_remote_code=False).eval()
+        model = getattr(transformers, plan["head_class"]).from_pretrained(path, dtype=dtype, attn_implementation=attention,
+                                                                          trust_remote_code=False).eval()
         with torch.inference_mode(): return output(model(**as_dtype(inputs, dtype)))
     key = {**reference_key(plan, path, transformers=transformers.__version__), "runner": plan["runner"],
            "class": plan["head_class"], "inputs": inputs, "dtypes": ["float32", "bfloat16"]}

@@ -912,7 +912,8 @@ FORECAST_INIT_STD = 0.2 # a tiny forecaster's weights' spread: transformers' 0.0
 def save_patchtst(dest:Path, catalog:Path):
     "A tiny PatchTST point forecaster (loss mse, layer norm) of three series, 64 points in, 16 out, in the Hub's layout of IBM's PatchTST."
     config = transformers.PatchTSTConfig(num_input_channels=3, context_length=64, patch_length=8, patch_stride=8, prediction_length=16, d_model=32,
-                                         num_attention_heads=2, num_hidden_layers=2, ffn_dim=64, init_std=FORECAST_INIT_STD, loss="mse", norm_type="layernorm")
+                                         num_attention_heads=2, num_hidden_layers=2, ffn_dim=64, init_std=FORECAST_INIT_STD, loss="mse",
+                                         norm_type="layernorm")
     torch.manual_seed(seed_of(dest.name))
     transformers.PatchTSTForPrediction(config).eval().save_pretrained(dest)
     (dest / "generation_config.json").write_text(json.dumps({"transformers_version": transformers.__version__}, indent=2) + "\n")

@@ -224,8 +224,9 @@ def unserved(arch:str, # architectures[0], or ""
     if arch in SPEECH_OUT_CLASSES:
         return "a text-to-speech or text-to-audio model (a waveform, a spectrogram or audio codes out, not text): no runner serves it yet"
     if arch in POINT_FORECASTERS:   # `run_forecast`'s, trained to a point
-        return None if forecast_runner(arch, config) else (f"a probabilistic forecaster (loss {one_line(str(config.get('loss')))[:20]!r}: it draws its forecast from a distribution with the device's "
-                "generator, which no CPU run repeats): no runner serves it yet")
+        loss = one_line(str(config.get("loss")))[:20]
+        return None if forecast_runner(arch, config) else (f"a probabilistic forecaster (loss {loss!r}: it draws its forecast from a distribution "
+                                                           "with the device's generator, which no CPU run repeats): no runner serves it yet")
     if time_series(arch, model_type, config):
         return "a time-series model (a series of values in; a forecast, a class or a value out): no runner serves it yet"
     if arch.endswith("ForRetrieval"):   # transformers' retrieval table lists ColPali and ColModernVBert, not ColQwen2: each is named so
@@ -339,7 +340,8 @@ def parallel_mode(runner:str, cores:int, model_type:str)->str:
 
 # %% ../../../nbs/libraries/transformers/01_library.ipynb #0d638f68
 ONE_CORE = {"run_encoder": "an encoder runs on one core", "run_seq2seq": "an encoder-decoder runs on one core",
-            "run_image_to_text": "an image-to-text encoder-decoder runs on one core", "run_forecast": "a forecaster runs on one core"} # runner -> why its models run whole on one core
+            "run_image_to_text": "an image-to-text encoder-decoder runs on one core",
+            "run_forecast": "a forecaster runs on one core"} # runner -> why its models run whole on one core
 
 def shards(runner:str, model_type:str)->bool:
     """Whether transformers' ranks can share a model of this runner and type: by its tensor-parallel plan (the dense and

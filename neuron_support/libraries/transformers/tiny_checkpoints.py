@@ -33,7 +33,8 @@ from .library import IMAGE_TO_TEXT, unserved, POINT_FORECASTERS
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #3f5169e1
 GROUPS = ("run_image_to_text", "run_multimodal", "run_dense", "run_speech_seq2seq", "run_seq2seq", "run_encoder", "run_image_classifier", "run_image_encoder",
           "run_object_detection", "run_semantic_segmentation", "run_depth_estimation", "run_zero_shot_detection", "run_universal_segmentation",
-          "run_zero_shot_image", "run_ctc", "run_audio_classifier", "run_forecast") # in this order: an architecture belongs to the first that lists it
+          "run_zero_shot_image", "run_ctc", "run_audio_classifier",
+          "run_forecast") # in this order: an architecture belongs to the first that lists it
 TEXT_GROUPS = ("run_dense", "run_seq2seq", "run_multimodal", "run_encoder") # the groups whose checkpoints take a demo tokenizer
 # the groups whose checkpoints take their family's image processor alone
 IMAGE_GROUPS = ("run_image_classifier", "run_image_encoder", "run_object_detection", "run_semantic_segmentation",
@@ -432,7 +433,8 @@ def tiny_config(model_type:str, cls_name:str, vocab:dict, head_kwargs:dict, deco
 HEAD_OUTPUTS = dict.fromkeys(("BeitForSemanticSegmentation", "Data2VecVisionForSemanticSegmentation"), [3, 5, 7, 11])
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e73bd0f0
-FORECAST_SERIES = 3 # a tiny forecaster's input channels: one series alone hides what several do (a batch-norm PatchTST compiles by aot_eager with one, not with two)
+# a tiny forecaster's input channels: one series alone hides what several do (a batch-norm PatchTST compiles by aot_eager with one, not with two)
+FORECAST_SERIES = 3
 
 def head_kwargs(cls_name:str, # the class built
                 group:str="", # its runner's group: an audio classifier's class is named ForSequenceClassification too
@@ -441,7 +443,8 @@ def head_kwargs(cls_name:str, # the class built
     if cls_name.endswith("ForTokenClassification"): return labels(NER_LABELS)
     if group == "run_audio_classifier" or cls_name.endswith("ForAudioClassification"): return labels(AUDIO_LABELS)
     # a forecast that spans the series' spread, not a flat one; of several series, as the Hub's forecasters read (IBM's seven), not its config's one
-    if group == "run_forecast": return {"init_std": FORECAST_INIT_STD, "initializer_range": FORECAST_INIT_STD, "num_input_channels": FORECAST_SERIES}   # PatchTST's kin's name, TimesFM's
+    if group == "run_forecast":   # the weights' spread by PatchTST's kin's name and by TimesFM's
+        return {"init_std": FORECAST_INIT_STD, "initializer_range": FORECAST_INIT_STD, "num_input_channels": FORECAST_SERIES}
     if cls_name.endswith("ForSequenceClassification"): return labels(["NEGATIVE", "POSITIVE"])
     if cls_name.endswith("ForImageClassification"): return labels(IMAGENET_LABELS)
     if cls_name.endswith("ForObjectDetection"): return labels(COCO_LABELS)
