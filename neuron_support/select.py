@@ -320,6 +320,7 @@ SYNTHETIC_CONFIGS = {
                       "encoder": {"model_type": "vit"}, "decoder": {"model_type": "gpt2"}},
     "automatic-speech-recognition": {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "is_encoder_decoder": True},
     "audio-classification": {"architectures": ["ASTForAudioClassification"], "model_type": "audio-spectrogram-transformer"},
+    "time-series-forecasting": {"architectures": ["PatchTSTForPrediction"], "model_type": "patchtst"},
 }
 ONE_TENSOR = (lambda h: len(h).to_bytes(8, "little") + h + b"\0\0")(b'{"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}')
 

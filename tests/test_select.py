@@ -18,7 +18,8 @@ from neuron_support.registry import library_stack
 TASKS = ["text-generation", "image-text-to-text", "translation", "summarization", "fill-mask", "token-classification",
          "text-classification", "question-answering", "zero-shot-classification", "feature-extraction",
          "sentence-similarity", "text-ranking", "image-classification", "image-feature-extraction", "zero-shot-image-classification",
-         "depth-estimation", "image-segmentation", "object-detection", "zero-shot-object-detection", "image-to-text", "automatic-speech-recognition", "audio-classification"]
+         "depth-estimation", "image-segmentation", "object-detection", "zero-shot-object-detection", "image-to-text", "automatic-speech-recognition", "audio-classification",
+         "time-series-forecasting"]
 PAGE = 4  # the test server's page size: every ranking of more than 4 models is paged
 EXTRA = "neuron-support-test/bert-as-generator"  # a BERT listed under text-generation: unsupported-task
 NOT_VISION = "neuron-support-test/bert-as-image-classifier"  # a BERT listed under image-classification: unsupported-task
