@@ -293,7 +293,7 @@ class Plan:
     revision: str           # commit sha ("" for a local folder)
     task: str               # the Hub's pipeline tag, "" when unknown
     model_type: str         # config.json's model_type
-    runner: str             # run_dense, run_dense_ep, run_multimodal, run_seq2seq or run_encoder
+    runner: str             # the library's runner: run_dense, run_encoder, run_forecast... (its RUNNERS name it)
     head_class: str         # the class that loads it (an Auto class or the declared head)
     cores: int              # ranks, one per core
     weight_bytes: int       # bf16 weight bytes (0 when the checkpoint has none)
