@@ -376,7 +376,7 @@ WAVEFORM_PICTURE, INPUT_AUDIO = "waveform.png", "input.wav" # an audio model's c
 FORECAST_PICTURE = "forecast.png" # a forecaster's series, and its forecasts on the device and on the CPU
 PICTURES = {DEVICE_PICTURE: "{device}, bf16, compiled", CPU_PICTURE: "CPU fp32 reference", INPUT_PICTURE: "the photograph it saw",
             WAVEFORM_PICTURE: "the clip it heard",
-            FORECAST_PICTURE: "the series it read, then its forecasts: {device}, thin, over the CPU's fp32, wide"}   # beside a run's notebook, with their captions
+            FORECAST_PICTURE: "the series it read, then two forecasts: {device} (thin) over the CPU's fp32 (wide)"}   # beside a run's notebook, with their captions
 RUN_MEDIA_FILES = (*PICTURES, INPUT_AUDIO) # what the app lists beside a run's notebook and serves to be shown in the page
 
 def picture_files(data:str, # a dataset folder or hf://datasets/ORG/NAME

@@ -553,7 +553,8 @@ class Prefetch(threading.Thread):
                 self.log(f"prefetch {it.model_id}: " + (f"{f['fault']}: its run downloads it" if (f := fault_of(e)) else f"{type(e).__name__}: {first_line(str(e))}"))
 
 # %% ../nbs/20_sweep.ipynb #b6b236c9
-BUDGET_RESERVE = 0.1 # the share of the disk the default budget leaves free
+BUDGET_RESERVE = 0.1 # the share of the disk the default budget leaves free...
+BUDGET_RESERVE_CAP = 8 * 2**30 # ...at most 8 GiB: a tenth of a shared 252 GB disk nine tenths full left no room at all
 DISK_BUDGET_ENV = "NEURON_SUPPORT_DISK_BUDGET" # GiB a host's weights cache may hold, where that host sets it (--disk-budget first)
 BUDGET_FILE = ".neuron-support-budget" # beside the cache's repos: its lock, and the bytes the runs in flight still download (.json)
 
@@ -565,12 +566,19 @@ def cache_scan(cache_dir)->list: # CachedRepoInfo of each model repo in the cach
     try: return [r for r in scan_cache_dir(cache_dir).repos if r.repo_type == "model"]
     except CacheNotFound: return []
 
+# %% ../nbs/20_sweep.ipynb #1d8877cb
+def default_budget(held:int, # bytes the weights cache holds now
+                   free:int, total:int, # bytes free on its disk, and the disk's size
+                  )->int: # bytes
+    "The budget no one set: what the cache holds and the free space, less what stays free (a tenth of the disk, at most `BUDGET_RESERVE_CAP`)."
+    return max(int(held + free - min(BUDGET_RESERVE * total, BUDGET_RESERVE_CAP)), 0)
+
 # %% ../nbs/20_sweep.ipynb #0c2fc2ab
 def disk_budget(cache_dir, # the Hugging Face cache
                 gb:float|None=None, # the budget in GiB (--disk-budget); None: this host's NEURON_SUPPORT_DISK_BUDGET, else the default
                )->int: # bytes
     """The bytes the weights cache may hold: `gb` where given, else the GiB this host's `NEURON_SUPPORT_DISK_BUDGET` says,
-    else what it holds and the disk's free space, less a tenth of the disk."""
+    else what it holds and the disk's free space, less a tenth of the disk or 8 GiB (`default_budget`)."""
     if not gb and (said := os.environ.get(DISK_BUDGET_ENV, "").strip()):
         try: gb = float(said)
         except ValueError: gb = None
@@ -578,7 +586,7 @@ def disk_budget(cache_dir, # the Hugging Face cache
     if gb: return int(gb * 2**30)
     folder = Path(cache_dir); folder.mkdir(parents=True, exist_ok=True)
     disk = shutil.disk_usage(folder)
-    return max(int(sum(r.size_on_disk for r in cache_scan(folder)) + disk.free - BUDGET_RESERVE * disk.total), 0)
+    return default_budget(sum(r.size_on_disk for r in cache_scan(folder)), disk.free, disk.total)
 
 # %% ../nbs/20_sweep.ipynb #a7dd03c4
 @dataclass

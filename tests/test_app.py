@@ -878,8 +878,9 @@ def test_a_forecasters_page_shows_its_forecasts_over_the_series(browser, demo_sw
                         pg.locator("#notes").inner_text()), pg.locator("#notes").inner_text()
     folder = f"/files/runs/{df_pair(demo_sweep, model)}/{model.replace('/', '--')}"
     assert pg.locator("#pictures img").evaluate_all("is => is.map(i => i.getAttribute('src'))") == [f"{folder}/forecast.png"]
-    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the series it read, then its forecasts: cpu (aot_eager), thin, over the CPU's fp32, wide"]
+    assert pg.locator("#pictures figure figcaption").all_inner_texts() == ["the series it read, then two forecasts: cpu (aot_eager) (thin) over the CPU's fp32 (wide)"]
     assert natural_widths(pg, "#pictures img") == [640]   # fetched and decoded: the picture itself
+    assert pg.locator("#pictures img").evaluate("i => i.getBoundingClientRect().width") >= 560   # shown at a plot's width, not a photograph's 16em
     clean(pg)
     assert pg.outside == []
     pg.context.close()
