@@ -566,6 +566,12 @@ def cache_scan(cache_dir)->list: # CachedRepoInfo of each model repo in the cach
     try: return [r for r in scan_cache_dir(cache_dir).repos if r.repo_type == "model"]
     except CacheNotFound: return []
 
+# %% ../nbs/20_sweep.ipynb #b6de2661
+def size_text(n:int)->str: # "1.50 GiB", "34.2 MiB", "812 bytes"
+    "A size in the unit it reads best in: a tiny checkpoint's weights and a budget near nothing are no `0.00 GiB`."
+    if n >= 2**30: return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
 # %% ../nbs/20_sweep.ipynb #1d8877cb
 def default_budget(held:int, # bytes the weights cache holds now
                    free:int, total:int, # bytes free on its disk, and the disk's size
@@ -648,7 +654,7 @@ def weights_room(item:SweepItem, setting:RunSetting, env:dict=os.environ): # yie
     while (state := cache.make_room(item.model_id, needed))[0] == "wait" and not sweep_stopping(): time.sleep(ROOM_POLL)
     if state[0] == "too large":
         yield {"fault": "larger than the disk budget", "retry_after": None, "final": True,
-               "error": f"its {needed / 2**30:.2f} GiB of weights are more than the {cache.budget / 2**30:.2f} GiB the "
+               "error": f"its {size_text(needed)} of weights are more than the {size_text(cache.budget)} the "
                         f"weights cache may hold: not downloaded (--disk-budget)"}
         return
     if state[1]:   # said in the run's log, beside its own lines
