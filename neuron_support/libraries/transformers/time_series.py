@@ -67,13 +67,18 @@ def check_forecast(ref:dict, dev:dict, device:str="device")->dict: # ok, cpu_mat
     the CPU's bf16 forecast's (or under `FORECAST_ERROR_FLOOR`)."""
     f32, f16, f = ref["fp32"]["forecast"], ref["bf16"]["forecast"], dev["forecast"]
     err, err16 = rms(f - f32), rms(f16 - f32)
-    prediction = (f"forecast on {device}: {rms(f - f32):.4f} from CPU fp32's (CPU bf16 {err16:.4f}), in units of the series' spread; "
+    prediction = (f"forecast on {device}: {err:.4f} from CPU fp32's (CPU bf16 {err16:.4f}), in units of the series' spread; "
                   f"{len(f32)} steps of {f32.shape[1]} series")
     if err <= max(BF16_DRIFT_FACTOR * err16, FORECAST_ERROR_FLOOR): return {"ok": True, "cpu_match": "Y", "prediction": prediction}
     step, series = divmod(int((f - f32).abs().nan_to_num(float("inf")).argmax()), f32.shape[1])
     return {"ok": False, "prediction": prediction,
             "cpu_match": f"N forecast {err:.4f} from fp32's, over twice bf16's ({err16:.4f}); furthest at step {step + 1} of series {series + 1}: "
                          f"{float(f[step, series]):.3f} vs {float(f32[step, series]):.3f}"}
+
+# %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #75e144df
+def in_series_units(o:dict)->torch.Tensor: # [steps, channels]
+    "A forecast (forecast_output's) back in the series' own units: what a person reads, where the check reads it in units of its spread."
+    return o["forecast"] * o["scale"] + o["loc"]
 
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #759d9b40
 FORECAST_PICTURE = "forecast.png" # beside run.py: the series and both forecasts
@@ -88,8 +93,7 @@ def forecast_picture(series:torch.Tensor, # [context, channels] the series the m
     from PIL import Image, ImageDraw
     steps, n = len(fp32["forecast"]), min(series.shape[1], SHOWN_SERIES)
     past = series[-min(len(series), 3 * steps):]
-    raw = lambda o: o["forecast"] * o["scale"] + o["loc"]
-    f32, fdev = raw(fp32), raw(dev)
+    f32, fdev = in_series_units(fp32), in_series_units(dev)
     font, top = label_font(13), 22
     im = Image.new("RGB", (width, top + n * panel), "white"); pen = ImageDraw.Draw(im)
     x = lambda i: 8 + i * (width - 16) / (len(past) + steps - 1)
@@ -114,8 +118,7 @@ def forecast_picture(series:torch.Tensor, # [context, channels] the series the m
 # %% ../../../nbs/libraries/transformers/08b_time_series.ipynb #34ecf321
 def forecast_steps(fp32:dict, dev:dict, device:str="device")->list: # [{step, then each shown series' CPU and device values}]
     "The forecasts step by step in the series' own units: the CPU's fp32 one and the device's, for the first `SHOWN_SERIES` series."
-    raw = lambda o: (o["forecast"] * o["scale"] + o["loc"])[:, :SHOWN_SERIES]
-    f32, fdev = raw(fp32), raw(dev)
+    f32, fdev = (in_series_units(o)[:, :SHOWN_SERIES] for o in (fp32, dev))
     return [{"step": i + 1, **{k: round(float(v), 4) for c in range(f32.shape[1]) for k, v in
                                ((f"series {c + 1} CPU fp32", f32[i, c]), (f"series {c + 1} {device}", fdev[i, c]))}} for i in range(len(f32))]
 
