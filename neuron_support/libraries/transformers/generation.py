@@ -98,6 +98,8 @@ def static_cache(model, max_cache_len:int,
         cache = transformers.StaticCache(config=model.config, max_cache_len=n)
         slides = [isinstance(l, transformers.StaticSlidingWindowLayer) for l in cache.layers]
         cache.layers = [whole_layer(l, n) if s else l for s, l in zip(slides, cache.layers)]
+        if not isinstance(cache.layers[0], transformers.StaticLayer):   # a recurrent block first: the window's mask must still find the whole layers
+            for l in (l for s, l in zip(slides, cache.layers) if s): l.is_sliding = True
         return cache, any(slides)
     own, sliding = whole(max_cache_len)
     # generate builds its own cache alone, too short for the states it does not know of
