@@ -641,7 +641,8 @@ def culprit(row:pd.Series)->str:
     if row.result in ("SKIP", "EXCLUDED"): return text_of(row.notes)
     if not str(row.result).startswith("FAIL"): return ""
     c, key = text_of(row.cpu_eager), text_of(row.get("culprit"))
-    what = c if c and c != "ok" else text_of(row.error_signature) or text_of(row.notes)
+    # an output's failure raised nothing: what its check said (a table made before the column: the output itself)
+    what = c if c and c != "ok" else text_of(row.error_signature) or text_of(row.get("cpu_match")) or text_of(row.notes)
     if key in CULPRITS: return f"{CULPRITS[key]}: {what}" if what else CULPRITS[key]
     return f"the CPU fails too: {c}" if c and c != "ok" else what   # a table made before the culprit column
 

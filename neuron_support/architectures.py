@@ -144,8 +144,8 @@ def culprit(run:dict, # a run's row
     return "transformers" if library == "transformers" else "library"   # timm's checkpoints are its own sizes: no wider build tells more
 
 # %% ../nbs/24_architectures.ipynb #700e0aad
-RUN_COLUMNS = ("runner", "result", "cpu_eager", "check", "graph_breaks", "graph_break", "error_signature", "error", "notes", "compile_s", "graphs", "wall_s",
-               "tested_at", "run_py") # what an architecture's row takes from its run's row
+RUN_COLUMNS = ("runner", "result", "cpu_eager", "check", "cpu_match", "graph_breaks", "graph_break", "error_signature", "error", "notes",
+               "compile_s", "graphs", "wall_s", "tested_at", "run_py") # what an architecture's row takes from its run's row
 
 def architecture_row(entry:dict, # a manifest entry
                      stack:Stack, # the stack
@@ -307,7 +307,9 @@ def summary(table:pd.DataFrame)->str:
                                                        f"{blind} of the PASS rows unchecked: the CPU could not hold the reference (`check`: none)"]
     hf = harness_failures(table)
     lines += ["", f"harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
-    lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.error_signature)[:120]}" for _, r in hf.iterrows()]
+    # an output's failure raised nothing: its check's sentence says why
+    lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.get('cpu_match') if pd.isna(r.error_signature) else r.error_signature)[:120]}"
+              for _, r in hf.iterrows()]
     lines += power(table)
     fails = table[table.result.str.startswith("FAIL")]
     if len(fails):

@@ -365,6 +365,7 @@ ARCH_SCHEMA = pa.schema([
     pa.field("model_type", pa.string(), nullable=False), pa.field("class", pa.string(), nullable=False), pa.field("group", pa.string()),
     pa.field("runner", pa.string()), pa.field("result", pa.string(), nullable=False), pa.field("cpu_eager", pa.string()), pa.field("culprit", pa.string()),
     pa.field("check", pa.string()), # which output check ran: `cpu`, the judge, or `none (why)` (a PASS the card lets stand unchecked)
+    pa.field("cpu_match", pa.string()), # what the check said, as in the models' table: `Y`, `~ near-tie ...`, or `N ...` (why a FAIL(output) is one)
     pa.field("settings", pa.string()), pa.field("graph_breaks", pa.int64()), pa.field("graph_break", pa.string()),
     pa.field("error_signature", pa.string()), pa.field("error", pa.string()), pa.field("notes", pa.string()), pa.field("compile_s", pa.float64()),
     pa.field("graphs", pa.int64()), pa.field("wall_s", pa.float64()), pa.field("params", pa.int64()),

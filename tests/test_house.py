@@ -349,7 +349,7 @@ def test_the_readme_lists_what_a_script_may_import():
 
 
 LINE_LIMIT = 150 # characters: a line past it is wrapped (README, Develop)
-LONG_LINES = 245 # the package's lines past LINE_LIMIT on 2026-12-07 (README, Develop): the count may only fall
+LONG_LINES = 244 # the package's lines past LINE_LIMIT on 2026-12-07 (README, Develop): the count may only fall
 
 
 def long_lines(texts: dict) -> list:
