@@ -69,11 +69,14 @@ def along_tokens(model, # a model generate can run (in the dtype to measure)
                  tokens:list, # the path: fp32's new tokens
                  **kwargs, # the generate arguments of fp32's run (input_ids, attention_mask, pixel_values...)
                 )->torch.Tensor: # [steps, vocab] float16
-    "The model's log-probabilities at each step of a greedy generation forced along `tokens`."
-    forced = AlongTokens(tokens)
-    model.generate(**{**kwargs, "max_new_tokens": len(tokens)}, do_sample=False, num_beams=1,
-                   logits_processor=transformers.LogitsProcessorList([forced]))
-    return torch.stack(forced.seen[:len(tokens)]).to(torch.float16)
+    """The model's log-probabilities at each step of a greedy generation forced along `tokens`; through transformers' own
+    `generate` where the model's drops the logits processor (Janus's, in text mode)."""
+    for generate in (model.generate, functools.partial(transformers.GenerationMixin.generate, model)):
+        forced = AlongTokens(tokens)
+        generate(**{**kwargs, "max_new_tokens": len(tokens)}, do_sample=False, num_beams=1,
+                 logits_processor=transformers.LogitsProcessorList([forced]))
+        if forced.seen: return torch.stack(forced.seen[:len(tokens)]).to(torch.float16)
+    raise RuntimeError(f"{type(model).__name__}'s generate calls no logits processor: bf16's steps along fp32's tokens cannot be measured")
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #fade35de
 def greedy_generation(model_path:str, # a local folder or a Hub id
