@@ -22,7 +22,7 @@ SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 # %% ../nbs/02_demo.ipynb #eb2a8837
-DEMO_VERSION = "34"
+DEMO_VERSION = "35"
 STAMP = ".demo-version"
 GATED_TOKEN = "demo-gated-reader"  # a test token of the demo hub, not a secret: it reads the demo's gated repo
 

@@ -880,7 +880,7 @@ def reader(group:str, model_type:str, cls_name:str, dest:Path, scale:int=1)->tup
     return tok, {**tokenizer_ids(tok), "sep_token_id": tok.sep_token_id}   # the separator its question-answering head counts
 
 # %% ../../../nbs/libraries/transformers/09_tiny_checkpoints.ipynb #e5d9fbef
-BUILD_VERSION = "24" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
+BUILD_VERSION = "25" # bump when the tiny configs or what they read with change: the checkpoints are rebuilt
 STAMP = ".architectures-build"
 
 def checkpoint_folder(model_type:str, cls_name:str, root:Path|None=None, scale:int=1)->Path:
