@@ -292,15 +292,16 @@ def measured_spread(model, # a random transformers model, in float32
 
 
 # %% ../../../nbs/libraries/transformers/10_demo.ipynb #c99e3609
-# a share of positions past which a model's logits give back its input tokens: its layers hardly move the embeddings. A
-# random model's top token is its input's by chance at about one position in its vocabulary; Ernie 4.5 gave back a third
-# of them and LFM2 two fifths, and no damage to their layers changed a token (benchmarks/README.md)
+# a share of positions past which a model's logits give back its input tokens: its layers hardly move the embeddings. By
+# chance, a random model's top token is its input's at one position in as many as its vocabulary has tokens; Ernie 4.5's
+# was at a third of them and LFM2's at two fifths, and no damage to their layers changed a token (benchmarks/README.md)
 ECHO_SHARE = 0.25
 
 def echoes(model, # a random transformers model, in float32
           )->bool:
-    """Whether the model's logits on its `probe_inputs` pick back the tokens it was given, at more than a quarter of the positions: a head tied to
-    the input embeddings over layers too weak to move them (Mamba's), whose generation no damage to the layers changes."""
+    """Whether the model's logits on its `probe_inputs` pick back the tokens it was given, at more than a quarter of the
+    positions: a head tied to the input embeddings over layers too weak to move them (Mamba's), whose generation no
+    damage to the layers changes."""
     for inputs in probe_inputs(model):
         ids = inputs.get("decoder_input_ids", inputs.get("input_ids"))
         try:
