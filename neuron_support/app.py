@@ -31,7 +31,7 @@ from .checkpoint_files import untrusted_json, UntrustedJSON
 from .untrusted import printable
 from .publish import (PAIR, diff, device_side, read_table, validate, synthetic_row, demo_rows, frame,
                                     write_table, table_path, notebook_path, merge, empty_table, REPO, COLUMNS,
-                                    with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS,
+                                    with_our_columns, architecture_frame, read_architectures, ARCH_RESULTS, CULPRITS, why_failed,
                                     DAMAGE, pairs, unchecked)
 
 # %% ../nbs/21_app.ipynb #5ef5064d
@@ -641,8 +641,7 @@ def culprit(row:pd.Series)->str:
     if row.result in ("SKIP", "EXCLUDED"): return text_of(row.notes)
     if not str(row.result).startswith("FAIL"): return ""
     c, key = text_of(row.cpu_eager), text_of(row.get("culprit"))
-    # an output's failure raised nothing: what its check said (a table made before the column: the output itself)
-    what = c if c and c != "ok" else text_of(row.error_signature) or text_of(row.get("cpu_match")) or text_of(row.notes)
+    what = why_failed(row)
     if key in CULPRITS: return f"{CULPRITS[key]}: {what}" if what else CULPRITS[key]
     return f"the CPU fails too: {c}" if c and c != "ok" else what   # a table made before the culprit column
 

@@ -17,7 +17,7 @@ from .facts import MAX_NEW_TOKENS
 from .registry import make_plan, library_stack, library_of, libraries
 from .plan import checkpoint_name
 from .script import render_run_py, script_identity
-from .publish import (CULPRITS, DAMAGE, architecture_path, architecture_frame, architecture_bytes,
+from .publish import (CULPRITS, why_failed, DAMAGE, architecture_path, architecture_frame, architecture_bytes,
                                     merge_architectures, read_architectures, table_path, read_table, stack_columns,
                                     OUTCOME_FILE, unchecked)
 from .sweep import sweep, SweepItem, run_folder, one_ray, ends_whole
@@ -307,9 +307,7 @@ def summary(table:pd.DataFrame)->str:
                                                        f"{blind} of the PASS rows unchecked: the CPU could not hold the reference (`check`: none)"]
     hf = harness_failures(table)
     lines += ["", f"harness failures (a check that raised, or a FAIL on the CPU whose call the CPU runs eagerly, or computes otherwise): {len(hf)}"]
-    # an output's failure raised nothing: its check's sentence says why
-    lines += [f"  {r.model_type} {r['class']} {r.result}: {str(r.get('cpu_match') if pd.isna(r.error_signature) else r.error_signature)[:120]}"
-              for _, r in hf.iterrows()]
+    lines += [f"  {r.model_type} {r['class']} {r.result}: {why_failed(r)[:120]}" for _, r in hf.iterrows()]
     lines += power(table)
     fails = table[table.result.str.startswith("FAIL")]
     if len(fails):

@@ -22,16 +22,18 @@ NEAR_TIE_CONTENDERS = 8 # the CPU's likeliest tokens at a step, whose movement u
 
 # %% ../nbs/09_checks.ipynb #0e4b90e3
 def bf16_drift(lp32_row:torch.Tensor, # the CPU's fp32 log-probabilities at a step (over the vocabulary, or a head's labels)
-               lp16_row:torch.Tensor, # the CPU's bf16 log-probabilities at the same step, on the same prefix
+               lp16_row:torch.Tensor, # the CPU's bf16 log-probabilities at the same step, on the same prefix: [vocab], or [k, vocab] measured k ways
                tokens=(), # the tokens in question (the CPU's and the device's), counted among the contenders
               )->float: # nats
-    "How far bf16 alone moves the order of a step's likeliest tokens: the spread of their log-probabilities' change, from the CPU's fp32 to its bf16."
+    """How far bf16 alone moves the order of a step's likeliest tokens: the spread of their log-probabilities' change, from the
+    CPU's fp32 to its bf16; the largest of the spreads where bf16 was measured several ways (with two attentions, say)."""
     n = len(lp32_row)
     idx = torch.cat([lp32_row.float().topk(min(NEAR_TIE_CONTENDERS, n)).indices,
                      torch.tensor([int(t) for t in tokens if 0 <= int(t) < n], dtype=torch.long)])
-    moved = (lp16_row.float() - lp32_row.float())[idx]
-    moved = moved[torch.isfinite(moved)]   # a token bf16 rules out altogether moves nothing that can be measured
-    return float(moved.max() - moved.min()) if len(moved) > 1 else 0.0
+    def spread(moved):
+        moved = moved[torch.isfinite(moved)]   # a token bf16 rules out altogether moves nothing that can be measured
+        return float(moved.max() - moved.min()) if len(moved) > 1 else 0.0
+    return max(spread(row[idx]) for row in (lp16_row.float() - lp32_row.float()).reshape(-1, n))
 
 # %% ../nbs/09_checks.ipynb #e8bd6588
 def tie_allowance(drift, # what bf16 alone moves a step (`bf16_drift`): a float, or a tensor of them

@@ -416,6 +416,15 @@ def read_architectures(path)->pd.DataFrame:
     "The architecture table in the parquet file at `path`, checked against its schema."
     return read_checked(path, lambda df: architecture_frame(df, unique=True), "architecture table")
 
+# %% ../nbs/17_publish.ipynb #3b09fec5
+def why_failed(row:pd.Series)->str:
+    """Why an architecture row failed, in one line: the CPU's error, else the device's, else the check's sentence, else the
+    notes; empty where none says."""
+    cpu = row.get("cpu_eager")
+    for why in (None if cpu == "ok" else cpu, row.get("error_signature"), row.get("cpu_match"), row.get("notes")):
+        if isinstance(why, str) and why: return why
+    return ""
+
 # %% ../nbs/17_publish.ipynb #cc573366
 SPACE = "aws-neuron/torch-neuronx-model-support"
 CARDS = Environment(loader=PackageLoader("neuron_support", "templates"), autoescape=False, undefined=StrictUndefined,  # Markdown: not escaped

@@ -245,12 +245,24 @@ def rerun_alone(run_dir: Path, endpoint: str, scratch: Path) -> dict:
     return json.loads(again.stdout.strip().splitlines()[-1])
 
 
+def execute_in_kept_stack(plan, stack, run_dir: Path, **kwargs) -> tuple:
+    """`execute_plan(plan, stack, run_dir, **kwargs)`, its run.py handed to the stack this worker keeps for the stack's library
+    (`kept_stack`, as a sweep's slot keeps one): forked from an interpreter that imported torch and the library once, where
+    `python3 run.py` imports them again every run (6 s of CPU for transformers, the most of a tiny run). The run is the same
+    run.py in the same folder; where no stack can be handed (not Linux, packages of its own), run.py runs as it always does."""
+    from neuron_support.script import execute_plan, kept_stack, run_notebook_path, STARTED_STACK
+    os.environ.pop(STARTED_STACK, None)   # an offer no run took: the kept stack's own, offered again below
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}   # each test's name: one stack for them all
+    os.environ.update(kept_stack(run_notebook_path(), stack.library, env))
+    try: return execute_plan(plan, stack, run_dir, **kwargs)
+    finally: os.environ.pop(STARTED_STACK, None)
+
+
 def damaged_run(model_dir: Path, stack, scratch: Path) -> tuple:
     "A local checkpoint run through the real run.py with the test hook `perturb=\"noise\"` damaging its device weights: (outcome, run.py)."
     from neuron_support.registry import make_plan
-    from neuron_support.script import execute_plan
-    outcome, run_py, _ = execute_plan(make_plan(str(model_dir), stack=stack), stack, scratch / "run", time_limit=600, perturb="noise",
-                                      reference_cache=scratch / "refs", echo=lambda line: None)
+    outcome, run_py, _ = execute_in_kept_stack(make_plan(str(model_dir), stack=stack), stack, scratch / "run", time_limit=600, perturb="noise",
+                                               reference_cache=scratch / "refs", echo=lambda line: None)
     return outcome, run_py
 
 

@@ -13,6 +13,7 @@ from neuron_support.checks import NEAR_TIE_FLOOR, load_reference, near_tie, refe
 from neuron_support.libraries.transformers.checks import (check_encoder, compare_generation, encoder_reference, generation_reference, judge_english, load_judge)
 from neuron_support.script import CARRIED_CORE, carried_modules, module_text
 from neuron_support.publish import error_signature
+from conftest import execute_in_kept_stack
 
 PROMPT = "The future of AI is"
 SENTENCE = "My name is Wolfgang and I live in Berlin."
@@ -552,16 +553,14 @@ def test_damage_to_a_flat_checkpoint_fails_its_intact_run_passes(name, flat_chec
     are drawn at a trained model's scale now (`live_layers`), and the flipped run is FAIL(output). MobileViT v2's BatchNorms are
     drawn with gains near 0.02, so its features reached the head as 1e-41 and every label had the same probability, intact
     and damaged ("PASS Y" with noise); its gains are set to 1 now (`live_norms`), and the damaged run is FAIL(output)."""
-    from neuron_support.registry import make_plan
-    from neuron_support.script import execute_plan
-    from neuron_support.registry import library_stack
+    from neuron_support.registry import make_plan, library_stack
     stack = library_stack("transformers", "cpu", found={})
     plan = make_plan(str(flat_checkpoints[name]), stack=stack, max_new_tokens=8, min_new_tokens=8)
     verdicts = {}
     damaged = "swap" if name in SWAPPED else "noise"
     for damage in ("", damaged):
-        o, _, _ = execute_plan(plan, stack, tmp_path / (damage or "intact"), time_limit=600, perturb=damage, reference_cache=tmp_path / "refs",
-                               echo=lambda line: None)
+        o, _, _ = execute_in_kept_stack(plan, stack, tmp_path / (damage or "intact"), time_limit=600, perturb=damage,
+                                        reference_cache=tmp_path / "refs", echo=lambda line: None)
         verdicts[damage or "intact"] = (o["result"], o["cpu_match"])
     print(verdicts)
     assert verdicts["intact"][0] == "PASS" and verdicts["intact"][1][0] in "Y~", verdicts

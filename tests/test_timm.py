@@ -12,7 +12,7 @@ from neuron_support.publish import read_table, table_path
 from neuron_support.stack import pair_key
 from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
-from conftest import rerun_alone, damaged_run
+from conftest import rerun_alone, damaged_run, execute_in_kept_stack
 
 TM = library_stack("timm", "cpu", found={})
 TM_PAIR = pair_key(TM)
@@ -85,13 +85,12 @@ def test_a_timm_checkpoint_through_transformers(tmp_path):
     """The same checkpoint under transformers (the default library) is what transformers' users load: its timm wrapper,
     `TimmWrapperForImageClassification` for a head and the image-encoder runner for none; run, it passes there too."""
     from neuron_support.registry import make_plan
-    from neuron_support.script import execute_plan
     tr = library_stack("transformers", "cpu", found={})
     folder = build_demo() / "models" / DEMO
     plan = make_plan(str(folder / "tiny-timm-vit"), stack=tr)
     assert (plan.model_type, plan.runner, plan.head_class) == ("timm_wrapper", "run_image_classifier", "TimmWrapperForImageClassification")
     assert make_plan(str(folder / "tiny-timm-convnext"), stack=tr).runner == "run_image_encoder"
-    outcome, _, _ = execute_plan(plan, tr, tmp_path / "run", time_limit=600, reference_cache=tmp_path / "refs", echo=lambda line: None)
+    outcome, _, _ = execute_in_kept_stack(plan, tr, tmp_path / "run", time_limit=600, reference_cache=tmp_path / "refs", echo=lambda line: None)
     assert (outcome["result"], outcome["check"]) == ("PASS", "cpu"), outcome
 
 

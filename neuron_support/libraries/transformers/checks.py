@@ -78,6 +78,23 @@ def along_tokens(model, # a model generate can run (in the dtype to measure)
         if forced.seen: return torch.stack(forced.seen[:len(tokens)]).to(torch.float16)
     raise RuntimeError(f"{type(model).__name__}'s generate calls no logits processor: bf16's steps along fp32's tokens cannot be measured")
 
+# %% ../../../nbs/libraries/transformers/02_checks.ipynb #073b5e10
+def run_attention_steps(model_path:str, model_class:str, # the checkpoint, and the class the run loads it with
+                        attention:str, # the attention the reference measured bf16 with
+                        adapter:str|None, # an adapter the run loaded over the model (peft's), or None
+                        tokens:list, # fp32's new tokens
+                        **kwargs, # bf16's generate arguments along them (input_ids, attention_mask, pixel_values...)
+                       )->torch.Tensor|None: # [steps, vocab] float16; None where the run's attention is the reference's
+    """bf16's steps along fp32's tokens with the attention a run loads (the model's default: sdpa where it has it), which
+    rounds otherwise than eager's: HyperCLOVAX's sdpa moves a step twice as far as its eager attention does."""
+    model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.bfloat16, trust_remote_code=False).eval()
+    try:
+        if model.config._attn_implementation == attention: return None
+        if adapter: model.load_adapter(adapter)
+        with torch.no_grad(): return along_tokens(model, tokens, **kwargs)
+    finally:
+        del model; gc.collect()
+
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #fade35de
 def greedy_generation(model_path:str, # a local folder or a Hub id
                       input_ids, # [1, n] tensor of the prompt's ids
@@ -86,9 +103,9 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
                       generate_kwargs:dict|None=None, # further arguments of the device run's `generate` (attention_mask, pixel_values...)
                       attention:str="eager", # the attention implementation (`with_attention`)
                       adapter:str|None=None, # the folder of an adapter the device run loaded over the model (peft's), loaded the same way
-                     )->tuple: # (new tokens, [steps, vocab] float16 log-probabilities in fp32, the same in bf16 along fp32's tokens)
+                     )->tuple: # (new tokens, fp32's [steps, vocab] float16 log-probabilities, bf16's along its tokens: [steps, 2, vocab] two ways)
     """Greedy generation on the CPU in fp32, eager, with the log-softmax of each step's scores; then the same steps in
-    bf16, forced along fp32's tokens."""
+    bf16, forced along fp32's tokens, with this attention and with the one a run loads where it is another."""
     model = getattr(transformers, model_class).from_pretrained(model_path, dtype=torch.float32, attn_implementation=attention,
                                                                trust_remote_code=False).eval()
     if adapter: model.load_adapter(adapter)   # transformers' own peft integration, as the run loads it
@@ -100,9 +117,11 @@ def greedy_generation(model_path:str, # a local folder or a Hub id
     # one token a step, after whatever generate began from (a prompt, a start token, BLIP's own)
     seq = out.sequences[0, out.sequences.shape[1] - len(out.scores):]
     logprobs = torch.stack([s[0].float().log_softmax(-1) for s in out.scores]).to(torch.float16)
-    with torch.no_grad(): logprobs16 = along_tokens(model.to(torch.bfloat16), seq.tolist(), input_ids=input_ids, **as_dtype(kwargs, torch.bfloat16))
+    kwargs16 = {"input_ids": input_ids, **as_dtype(kwargs, torch.bfloat16)}
+    with torch.no_grad(): logprobs16 = along_tokens(model.to(torch.bfloat16), seq.tolist(), **kwargs16)
     del model, out; gc.collect()
-    return seq.tolist(), logprobs, logprobs16
+    run16 = run_attention_steps(model_path, model_class, attention, adapter, seq.tolist(), **kwargs16)
+    return seq.tolist(), logprobs, logprobs16 if run16 is None else torch.stack([logprobs16, run16], dim=1)
 
 # %% ../../../nbs/libraries/transformers/02_checks.ipynb #b1d0ff88
 def generation_reference(model_path:str, # a local folder or a Hub id
@@ -113,12 +132,12 @@ def generation_reference(model_path:str, # a local folder or a Hub id
                          model_class:str="AutoModelForCausalLM", # the load class of the device run
                          generate_kwargs:dict|None=None, # further `generate` arguments of the device run
                          adapter:str|None=None, # the folder of an adapter loaded over the model (its key names it)
-                        )->dict: # tokens, logprobs and logprobs16 ([steps, vocab] float32: fp32's, and bf16's along fp32's tokens), cached, seconds, file
+                        )->dict: # tokens, logprobs and logprobs16 ([steps, vocab] float32: fp32's; bf16's along fp32's tokens, [steps, 2, vocab] with two attentions), cached, seconds, file
     "The CPU's fp32 greedy generation for the same input, read from the cache when it is there."
     start = time.time()
     ids = torch.as_tensor(input_ids).reshape(1, -1)
     full = fingerprint({**key, "input_ids": ids[0].tolist(), "max_new_tokens": max_new_tokens, "model_class": model_class,
-                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager, else sdpa", "decoding": "greedy", "bf16": "along fp32's tokens"})
+                        "generate_kwargs": generate_kwargs or {}, "dtype": "float32", "attention": "eager, else sdpa", "decoding": "greedy", "bf16": "along fp32's tokens, eager and the run's attention"})
     path = reference_file(cache_dir, full, "generation")
     value = load_reference(path, full)
     cached = value is not None
