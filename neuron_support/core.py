@@ -16,6 +16,7 @@ from typing import Callable
 from pathlib import Path
 import torch
 import torch.multiprocessing
+from torch.distributed.tensor import DTensor, distribute_tensor
 import huggingface_hub
 from huggingface_hub import list_repo_files, snapshot_download
 from .facts import SKIP_FILES, PICKLE_FILES, ignored_files, failure, HUB_STATE
@@ -57,17 +58,21 @@ def perturb_weights(model, how:str,
                     only:set|None=None, # the names of the parameters to damage (an adapter's, loaded over its base); None: every one
                    ):
     """Damage the loaded weights on purpose (test hook): 'noise' on every weight, or 'swap' every weight matrix and kernel
-    (the embeddings aside) flipped along its outputs; '' leaves them alone."""
+    (the embeddings aside) flipped along its outputs; '' leaves them alone. A weight sharded over several cores (a DTensor)
+    is damaged whole, the same way on every rank, and sharded again: as the same model's on one core."""
     if not how: return
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if only is not None and name not in only: continue
+            sharded = isinstance(p, DTensor)
+            whole = p.full_tensor() if sharded else p
             if how == "noise" and p.is_floating_point() and p.numel() > 1:
-                p.add_((torch.randn(p.shape, generator=g) * p.float().std().cpu()).to(p.dtype).to(p.device))
+                damaged = whole + (torch.randn(whole.shape, generator=g) * whole.float().std().cpu()).to(whole.dtype).to(whole.device)
             # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
-            elif how == "swap" and p.dim() >= 2 and "embed" not in name:
-                p.copy_(p.flip(0))
+            elif how == "swap" and p.dim() >= 2 and "embed" not in name: damaged = whole.flip(0)
+            else: continue
+            p.copy_(distribute_tensor(damaged, p.device_mesh, p.placements) if sharded else damaged)
 
 # %% ../nbs/08_core.ipynb #5061051f
 def plain(x):

@@ -20,6 +20,7 @@ from neuron_support.script import render_run_py, module_text, plan_dict
 from neuron_support.publish import COLUMNS
 from neuron_support.stack import GiB
 from neuron_support.registry import library_stack
+from conftest import execute_in_kept_stack
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "nbs" / "run.ipynb"
@@ -143,6 +144,23 @@ def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
     res = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None, hooks=transformers_runs.HOOKS)
     assert res["tokens"] == o["tokens"]
 
+
+
+def test_a_damaged_run_on_two_cores_is_damaged_as_on_one(local_models, tmp_path):
+    """The test hook `perturb` on a model sharded over two ranks: each weight a DTensor, damaged whole the same way on both ranks
+    and sharded again (it raised "mixed torch.Tensor and DTensor": a damaged sharded run read as a load failure). The two ranks
+    generate what one rank with the same damage generates; run.py on two cores is a real pair of rank processes."""
+    stack = library_stack("transformers", "cpu", found={})
+    llama = str(local_models / "llama")
+    one = make_plan(llama, stack=stack, max_new_tokens=8, min_new_tokens=8)
+    two = make_plan(llama, stack=stack, cores=2, max_new_tokens=8, min_new_tokens=8)
+    o, _, _ = execute_in_kept_stack(two, stack, tmp_path / "two", time_limit=600, perturb="noise", judge_model=llama, echo=lambda line: None)
+    assert o["result"] == "FAIL(output)" and o["ranks_agree"] is True, (o["result"], o.get("error", "")[:2000])   # judged gibberish, not a load failure
+    damaged = core.run_plan({**plan_dict(one, stack, 600, perturb="noise"), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS,
+                            None, hooks=transformers_runs.HOOKS)
+    intact = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None,
+                           hooks=transformers_runs.HOOKS)
+    assert damaged["tokens"] == o["tokens"] != intact["tokens"]
 
 def test_missing_weights_is_fail_load(local_models, tmp_path):
     row = papermill(tmp_path / "nw", str(local_models / "no-weights"))
