@@ -65,13 +65,15 @@ def perturb_weights(model, how:str,
     with torch.no_grad():
         for name, p in model.named_parameters():
             if only is not None and name not in only: continue
+            noise = how == "noise" and p.is_floating_point() and p.numel() > 1
+            # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
+            swap = how == "swap" and p.dim() >= 2 and "embed" not in name
+            if not (noise or swap): continue
+            # gathered only where it is damaged: every rank gathers the same weights, in the same order
             sharded = isinstance(p, DTensor)
             whole = p.full_tensor() if sharded else p
-            if how == "noise" and p.is_floating_point() and p.numel() > 1:
-                damaged = whole + (torch.randn(whole.shape, generator=g) * whole.float().std().cpu()).to(whole.dtype).to(whole.device)
-            # a kernel too: a model of convolutions alone (RegNet) has no matrix to flip
-            elif how == "swap" and p.dim() >= 2 and "embed" not in name: damaged = whole.flip(0)
-            else: continue
+            if noise: damaged = whole + (torch.randn(whole.shape, generator=g) * whole.float().std().cpu()).to(whole.dtype).to(whole.device)
+            else: damaged = whole.flip(0)
             p.copy_(distribute_tensor(damaged, p.device_mesh, p.placements) if sharded else damaged)
 
 # %% ../nbs/08_core.ipynb #5061051f

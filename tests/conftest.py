@@ -258,10 +258,10 @@ def execute_in_kept_stack(plan, stack, run_dir: Path, **kwargs) -> tuple:
     finally: os.environ.pop(STARTED_STACK, None)
 
 
-def damaged_run(model_dir: Path, stack, scratch: Path) -> tuple:
-    "A local checkpoint run through the real run.py with the test hook `perturb=\"noise\"` damaging its device weights: (outcome, run.py)."
+def damaged_run(model_dir: Path, stack, scratch: Path, how: str = "noise") -> tuple:
+    "A local checkpoint run through the real run.py (in `scratch / \"run\"`) with the test hook `perturb=how` damaging its device weights: (outcome, run.py)."
     from neuron_support.registry import make_plan
-    outcome, run_py, _ = execute_in_kept_stack(make_plan(str(model_dir), stack=stack), stack, scratch / "run", time_limit=600, perturb="noise",
+    outcome, run_py, _ = execute_in_kept_stack(make_plan(str(model_dir), stack=stack), stack, scratch / "run", time_limit=600, perturb=how,
                                                reference_cache=scratch / "refs", echo=lambda line: None)
     return outcome, run_py
 

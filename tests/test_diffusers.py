@@ -11,7 +11,7 @@ from neuron_support.publish import dataset_files, read_table, table_path
 from neuron_support.stack import pair_key
 from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
-from conftest import execute_in_kept_stack
+from conftest import damaged_run
 
 DF = library_stack("diffusers", "cpu", found={})
 DF_PAIR = pair_key(DF)
@@ -65,11 +65,7 @@ def test_the_demo_sweep_of_diffusers(tmp_path, demo_hub, demo_sweep_of_libraries
 
 def test_the_picture_check_fails_on_damaged_weights(tmp_path):
     "The test hook `perturb` damages the denoiser's weights on the device: the picture falls far below bf16's PSNR, the row says N."
-    from neuron_support.registry import make_plan
-    folder = build_demo() / "models" / ORG / "tiny-sd3"
-    plan = make_plan(str(folder), stack=DF)
-    outcome, run_py, _ = execute_in_kept_stack(plan, DF, tmp_path / "run", time_limit=600, perturb="noise", reference_cache=tmp_path / "refs",
-                                               echo=lambda line: None)
+    outcome, run_py = damaged_run(build_demo() / "models" / ORG / "tiny-sd3", DF, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert outcome["cpu_match"].startswith("N PSNR "), outcome["cpu_match"]
     assert "'perturb': 'noise'" in run_py

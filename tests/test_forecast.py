@@ -15,7 +15,7 @@ from neuron_support.publish import read_table, table_path
 from neuron_support.stack import pair_key
 from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
-from conftest import rerun_alone, damaged_run, execute_in_kept_stack
+from conftest import rerun_alone, damaged_run
 
 TR = library_stack("transformers", "cpu", found={})
 PAIR = pair_key(TR)
@@ -47,10 +47,7 @@ def test_the_demo_sweep_of_the_forecaster(tmp_path, demo_hub, demo_sweep_of_libr
 @pytest.mark.parametrize("how", ["noise", "swap"])
 def test_the_forecast_check_fails_on_damaged_weights(how, tmp_path):
     "The test hook `perturb` damages the device's weights: the forecast lands further from fp32's than twice bf16's, and says where."
-    from neuron_support.registry import make_plan
-    model = build_demo() / "models" / MODEL
-    outcome, run_py, _ = execute_in_kept_stack(make_plan(str(model), stack=TR), TR, tmp_path / "run", time_limit=600, perturb=how,
-                                               reference_cache=tmp_path / "refs", echo=lambda line: None)
+    outcome, run_py = damaged_run(build_demo() / "models" / MODEL, TR, tmp_path, how)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     assert outcome["cpu_match"].startswith("N forecast ") and " over twice bf16's " in outcome["cpu_match"], outcome["cpu_match"]
     assert f"'perturb': '{how}'" in run_py

